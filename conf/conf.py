@@ -1,0 +1,91 @@
+"""One Sphinx configuration for both languages of "GPU 计算 · Computing on GPUs".
+
+Used as ``sphinx-build -t en -c conf docs/en ...`` and ``sphinx-build -t zh -c conf docs/zh ...``
+(the noxfile does this). The language comes from the ``-t`` tag because ``-D language=...``
+is applied only after this file has run.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+CONF_DIR = Path(__file__).resolve().parent
+ROOT = CONF_DIR.parent
+sys.path.insert(0, str(CONF_DIR / "_ext"))
+
+from execution_cache import cache_folder  # noqa: E402
+
+import gpukit  # noqa: E402
+
+# -- Language -------------------------------------------------------------------------------
+LANGUAGES = {"en": "en", "zh": "zh_CN"}
+chosen = [code for code in LANGUAGES if tags.has(code)]  # noqa: F821 (Sphinx injects `tags`)
+if len(chosen) != 1:
+    raise RuntimeError(f"pass exactly one language tag, -t en or -t zh (got {chosen or 'none'})")
+site_language = chosen[0]
+language = LANGUAGES[site_language]
+
+# -- Project --------------------------------------------------------------------------------
+project = "GPU 计算 · Computing on GPUs"
+author = "The GPU 计算 authors"
+copyright = "2026, " + author
+html_title = "GPU 计算" if site_language == "zh" else "Computing on GPUs"
+repository_url = "https://github.com/gpukit-docs/gpu-computing"
+
+extensions = [
+    "myst_nb",  # loads myst_parser itself: listing both breaks the build
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.doctest",
+    "sphinx_copybutton",
+    "language_switch",
+]
+exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]
+templates_path = [str(CONF_DIR / "_templates")]
+html_static_path = [str(CONF_DIR / "_static")]
+numfig = True
+myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
+
+# -- Execution ------------------------------------------------------------------------------
+# The kernel inherits this environment: it reads the profile from GPUKIT_PROFILE, and its
+# IPython profile shortens tracebacks so no build-machine path reaches the page.
+profile = gpukit.current_profile()
+os.environ[gpukit.profiles.ENV_VAR] = profile.name
+os.environ["IPYTHONDIR"] = str(CONF_DIR / "ipython")
+
+nb_execution_mode = "cache"
+nb_execution_cache_path = str(
+    cache_folder(ROOT / "docs" / "_build" / ".jupyter_cache", ROOT, profile.name)
+)
+nb_execution_raise_on_error = True
+# Per cell, in seconds: a hung cell fails the build instead of stalling it.
+nb_execution_timeout = {"quick": 300, "full": 3600}[profile.name]
+nb_merge_streams = True
+
+# -- HTML (furo) ----------------------------------------------------------------------------
+html_theme = "furo"
+html_css_files = ["gpukit.css"]
+html_sidebars = {
+    "**": [
+        "sidebar/brand.html",
+        "sidebar/languages.html",
+        "sidebar/search.html",
+        "sidebar/scroll-start.html",
+        "sidebar/navigation.html",
+        "sidebar/scroll-end.html",
+    ]
+}
+html_theme_options = {
+    "source_repository": repository_url,
+    "source_branch": "main",
+    "source_directory": f"docs/{site_language}/",
+}
+html_last_updated_fmt = None
+
+# -- Copy button ----------------------------------------------------------------------------
+# Copy code only: strip prompts and never put a button on a cell's output.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = False
+copybutton_selector = "div:not(.output) > div.highlight > pre"

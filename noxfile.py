@@ -1,0 +1,107 @@
+"""Every task of the project: ``nox`` runs the checks, ``nox -s docs`` builds the site."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["lint", "tests", "docs", "doctest"]
+nox.options.reuse_venv = "yes"
+
+ROOT = Path(__file__).parent
+DOCS = ROOT / "docs"
+BUILD = DOCS / "_build"
+LANGUAGES = ("en", "zh")  # English first: the Chinese build then finds every notebook cached
+PROFILES = ("quick", "full")
+
+
+# -- Helpers --------------------------------------------------------------------------------
+def install(session: nox.Session, *extras: str) -> None:
+    """Install gpukit (editable, so pages see the working tree) with the given extras."""
+    session.install("-e", f".[{','.join(extras)}]" if extras else ".")
+
+
+def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Take ``--profile quick|full`` out of the session arguments; return (env, the rest)."""
+    env: dict[str, str] = {}
+    rest = list(args)
+    if "--profile" in rest:
+        at = rest.index("--profile")
+        if at + 1 >= len(rest) or rest[at + 1] not in PROFILES:
+            raise SystemExit(f"--profile takes one of {', '.join(PROFILES)}")
+        env["GPUKIT_PROFILE"] = rest[at + 1]
+        del rest[at : at + 2]
+    return env, rest
+
+
+def sphinx_build(session: nox.Session, lang: str, builder: str, *args: str, **kw) -> None:
+    session.run(
+        "sphinx-build",
+        "-b", builder,
+        "-t", lang,
+        "-c", "conf",
+        "-d", str(BUILD / "doctrees" / builder / lang),
+        "-W", "--keep-going", "-n",
+        str(DOCS / lang),
+        str(BUILD / builder / lang),
+        *args,
+        **kw,
+    )  # fmt: skip
+
+
+# -- Sessions -------------------------------------------------------------------------------
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build both languages into docs/_build/html (extra arguments go to sphinx-build)."""
+    install(session, "docs")
+    env, args = split_profile(session.posargs)
+    for lang in LANGUAGES:
+        sphinx_build(session, lang, "html", *args, env=env)
+    shutil.copyfile(ROOT / "conf" / "root_index.html", BUILD / "html" / "index.html")
+    session.log(f"Open {BUILD / 'html' / 'index.html'}")
+
+
+@nox.session(name="docs-live")
+def docs_live(session: nox.Session) -> None:
+    """Preview one language while writing: ``nox -s docs-live [-- zh]``."""
+    install(session, "docs", "live")
+    env, args = split_profile(session.posargs)
+    lang = args.pop(0) if args and args[0] in LANGUAGES else "en"
+    session.run(
+        "sphinx-autobuild",
+        "-t", lang,
+        "-c", "conf",
+        "--watch", "conf",
+        "--watch", "src",
+        str(DOCS / lang),
+        str(BUILD / "live" / lang),
+        *args,
+        env=env,
+    )  # fmt: skip
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit tests of gpukit and build tests on tiny fixture sites."""
+    install(session, "docs", "test")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def doctest(session: nox.Session) -> None:
+    """Run the examples: gpukit's docstrings and the doctest blocks of both languages."""
+    install(session, "docs", "test")
+    session.run("pytest", "--doctest-modules", "src", "-p", "no:cacheprovider")
+    for lang in LANGUAGES:
+        # The doctests live in docstrings and prose: executing the notebooks adds nothing here.
+        sphinx_build(session, lang, "doctest", "-D", "nb_execution_mode=off")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")

@@ -1,0 +1,125 @@
+"""Which devices this machine has, and how to ask for one safely.
+
+The helpers follow D2L's names (``cpu``, ``gpu``, ``num_gpus``, ``try_gpu``,
+``try_all_gpus``) so that ``import gpukit as d2l`` runs D2L code. They differ in one
+deliberate way: nothing here ever hands back a device that does not exist, so the same
+code runs on a laptop without a GPU, on one GPU and on many.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import torch
+
+__all__ = [
+    "cpu",
+    "device_report",
+    "gpu",
+    "hardware_signature",
+    "num_gpus",
+    "try_all_gpus",
+    "try_gpu",
+]
+
+
+def _check_index(i: object) -> int:
+    # bool is an int subclass, but gpu(True) is certainly a mistake.
+    if isinstance(i, bool) or not isinstance(i, int):
+        raise TypeError(f"i must be an int (a GPU index such as 0 or 1), got {type(i).__name__}")
+    if i < 0:
+        raise ValueError(f"i must be >= 0 (GPUs are numbered from 0), got {i}")
+    return i
+
+
+def cpu() -> torch.device:
+    """Return the CPU device.
+
+    Example:
+        >>> cpu()
+        device(type='cpu')
+    """
+    return torch.device("cpu")
+
+
+def gpu(i: int = 0) -> torch.device:
+    """Return the ``i``-th GPU as a device, whether or not it exists.
+
+    Use :func:`try_gpu` when the code must also run without that GPU.
+
+    Example:
+        >>> gpu(1)
+        device(type='cuda', index=1)
+    """
+    return torch.device("cuda", _check_index(i))
+
+
+def num_gpus() -> int:
+    """Return how many CUDA GPUs PyTorch can use (0 on a CPU-only machine).
+
+    Example:
+        >>> num_gpus() == torch.cuda.device_count()
+        True
+    """
+    return torch.cuda.device_count()
+
+
+def try_gpu(i: int = 0) -> torch.device:
+    """Return GPU ``i`` if it exists, otherwise the CPU.
+
+    Example:
+        >>> try_gpu(1000)  # no machine has 1001 GPUs
+        device(type='cpu')
+    """
+    return gpu(i) if _check_index(i) < num_gpus() else cpu()
+
+
+def try_all_gpus() -> list[torch.device]:
+    """Return every GPU, or ``[cpu()]`` when there is none (never an empty list).
+
+    Example:
+        >>> devices = try_all_gpus()
+        >>> len(devices) == max(num_gpus(), 1)
+        True
+    """
+    return [gpu(i) for i in range(num_gpus())] or [cpu()]
+
+
+def hardware_signature() -> str:
+    """Name the hardware in a form usable in folder names, e.g. ``cpu`` or ``2xNVIDIA-H200``.
+
+    Example:
+        >>> hardware_signature() == "cpu" or "x" in hardware_signature()
+        True
+    """
+    n = num_gpus()
+    if n == 0:
+        return "cpu"
+    name = torch.cuda.get_device_name(0).replace(" ", "-")
+    return f"{n}x{name}"
+
+
+def device_report() -> str:
+    """Describe the devices: ``nvidia-smi``'s output where it exists, else what torch knows.
+
+    Example:
+        >>> report = device_report()
+        >>> "GPU" in report or "NVIDIA" in report
+        True
+    """
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        done = subprocess.run([smi], capture_output=True, text=True, timeout=60, check=False)
+        if done.returncode == 0:
+            return done.stdout.rstrip()
+    n = num_gpus()
+    if n == 0:
+        cores = os.cpu_count() or 1
+        return f"no GPU: CPU only, {cores} cores (torch {torch.__version__})"
+    lines = [f"{n} GPU(s), torch {torch.__version__}, CUDA {torch.version.cuda}"]
+    for i in range(n):
+        props = torch.cuda.get_device_properties(i)
+        lines.append(f"  cuda:{i}  {props.name}  {props.total_memory / 2**30:.1f} GiB")
+    return "\n".join(lines)
