@@ -13,9 +13,8 @@ CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
 sys.path.insert(0, str(CONF_DIR / "_ext"))
 
-from execution_cache import cache_folder  # noqa: E402
-
 import gpukit  # noqa: E402
+from execution_cache import cache_folder  # noqa: E402
 
 # -- Language -------------------------------------------------------------------------------
 LANGUAGES = {"en": "en", "zh": "zh_CN"}
@@ -59,6 +58,7 @@ nb_execution_cache_path = str(
     cache_folder(ROOT / "docs" / "_build" / ".jupyter_cache", ROOT, profile.name)
 )
 nb_execution_raise_on_error = True
+nb_execution_show_tb = True  # the failure names the page, the cell and the error
 # Per cell, in seconds: a hung cell fails the build instead of stalling it.
 nb_execution_timeout = {"quick": 300, "full": 3600}[profile.name]
 nb_merge_streams = True

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import gpukit
 import torch
+
+import gpukit
 
 # Everything, besides a page's own code, that decides what its cells print.
 HASHED_TREES = ("src/gpukit", "conf/ipython")

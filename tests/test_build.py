@@ -1,0 +1,92 @@
+"""Build tests: the real Sphinx + myst-nb pipeline of conf/, on a tiny fixture site."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from sphinx_site import copy_fixture_site, sphinx_build
+
+EXECUTED = re.compile(r"Executing notebook|Executed notebook")
+# Sphinx's own warnings; ipykernel's "[IPKernelApp] WARNING | ..." line is not one.
+SPHINX_WARNING = re.compile(r"(^|: )WARNING: ", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """English, then Chinese, sharing one execution cache: the order nox -s docs uses."""
+    tmp = tmp_path_factory.mktemp("site")
+    site = copy_fixture_site(tmp / "src")
+    return {lang: sphinx_build(site, lang, tmp / "out") for lang in ("en", "zh")}
+
+
+def test_both_languages_build_without_warnings(built: dict) -> None:
+    for lang, build in built.items():
+        assert build.returncode == 0, f"{lang} build failed:\n{build.log}"
+        assert not SPHINX_WARNING.search(build.log), build.log
+
+
+def test_executed_output_lands_in_the_html(built: dict) -> None:
+    for build in built.values():
+        assert "answer: 42" in build.page("page")
+
+
+def test_second_language_executes_no_notebook(built: dict) -> None:
+    assert EXECUTED.search(built["en"].log), "the first language should execute the page"
+    assert not EXECUTED.search(built["zh"].log), built["zh"].log
+    assert "Using cached notebook" in built["zh"].log
+
+
+def test_chinese_build_uses_chinese_theme_strings(built: dict) -> None:
+    html = built["zh"].page("page")
+    assert 'lang="zh-CN"' in html
+    assert "搜索" in html
+
+
+@pytest.mark.parametrize(
+    ("lang", "page", "href"),
+    [
+        ("en", "page", "../zh/page.html"),
+        ("zh", "page", "../en/page.html"),
+        ("en", "part/nested", "../../zh/part/nested.html"),
+        ("zh", "index", "../en/index.html"),
+    ],
+)
+def test_language_switcher_links_to_the_same_page(built: dict, lang, page, href) -> None:
+    html = built[lang].page(page)
+    links = re.findall(r'<a class="sidebar-languages-other" href="([^"]+)"', html)
+    assert links == [href]
+    # The link resolves to a page that exists in the other language's build.
+    target = (built[lang].html / page).parent / href
+    other = "zh" if lang == "en" else "en"
+    assert target.resolve() == (built[other].html / f"{page}.html").resolve()
+
+
+def test_failing_cell_fails_the_build_and_names_the_page(tmp_path: Path) -> None:
+    site = copy_fixture_site(tmp_path / "src")
+    page = site / "en" / "page.md"
+    page.write_text(
+        page.read_text(encoding="utf-8").replace('print("answer:", 6 * 7)', "1 / 0"),
+        encoding="utf-8",
+    )
+    build = sphinx_build(site, "en", tmp_path / "out")
+    assert build.returncode != 0
+    # The message names the page, shows the failing cell and the error.
+    assert "page.md" in build.log
+    assert "1 / 0" in build.log
+    assert "ZeroDivisionError" in build.log
+
+
+def test_copy_button_is_on_code_but_not_on_outputs(built: dict) -> None:
+    from bs4 import BeautifulSoup
+
+    build = built["en"]
+    script = (build.html / "_static" / "copybutton.js").read_text(encoding="utf-8")
+    selector = re.search(r"const COPYBUTTON_SELECTOR = '([^']+)'", script).group(1)
+    soup = BeautifulSoup(build.page("page"), "html.parser")
+    chosen = soup.select(selector)
+    assert [pre.get_text() for pre in chosen] == ['print("answer:", 6 * 7)\n']
+    assert "answer: 42" in soup.select_one("div.cell_output pre").get_text()
+    # Prompts of pasted console sessions are stripped when copying.
+    assert r"'>>> |\\.\\.\\. |\\$ ', true" in script
