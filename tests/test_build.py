@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -90,3 +91,10 @@ def test_copy_button_is_on_code_but_not_on_outputs(built: dict) -> None:
     assert "answer: 42" in soup.select_one("div.cell_output pre").get_text()
     # Prompts of pasted console sessions are stripped when copying.
     assert r"'>>> |\\.\\.\\. |\\$ ', true" in script
+
+
+def test_chinese_search_index_has_chinese_words(built: dict) -> None:
+    index = (built["zh"].html / "searchindex.js").read_text(encoding="utf-8")
+    terms = json.loads(index[index.index("(") + 1 : index.rindex(")")])["terms"]
+    # jieba splits the sentence into words; without it no Chinese term is indexed at all.
+    assert {"结果", "页面"} <= set(terms)
