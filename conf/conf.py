@@ -23,6 +23,7 @@ if len(chosen) != 1:
     raise RuntimeError(f"pass exactly one language tag, -t en or -t zh (got {chosen or 'none'})")
 site_language = chosen[0]
 language = LANGUAGES[site_language]
+locale_dirs = [str(CONF_DIR / "locales")]  # Chinese strings for the theme
 
 # -- Project --------------------------------------------------------------------------------
 project = "GPU 计算 · Computing on GPUs"

@@ -10,11 +10,9 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-# (folder, name shown in the switcher, hreflang)
-OTHER = {
-    "en": ("zh", "中文", "zh-CN"),
-    "zh": ("en", "English", "en"),
-}
+# folder -> (name shown in the switcher, hreflang)
+LANGUAGES = {"en": ("English", "en"), "zh": ("中文", "zh-CN")}
+OTHER = {"en": "zh", "zh": "en"}
 
 
 def counterpart_url(pagename: str, other_folder: str) -> str:
@@ -26,11 +24,13 @@ def counterpart_url(pagename: str, other_folder: str) -> str:
 def add_counterpart(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    folder, name, hreflang = OTHER[app.config.site_language]
+    this = app.config.site_language
+    other = OTHER[this]
+    context["this_language"] = {"name": LANGUAGES[this][0], "hreflang": LANGUAGES[this][1]}
     context["other_language"] = {
-        "url": counterpart_url(pagename, folder),
-        "name": name,
-        "hreflang": hreflang,
+        "url": counterpart_url(pagename, other),
+        "name": LANGUAGES[other][0],
+        "hreflang": LANGUAGES[other][1],
     }
 
 
