@@ -43,6 +43,9 @@ def test_chinese_build_uses_chinese_theme_strings(built: dict) -> None:
     html = built["zh"].page("page")
     assert 'lang="zh-CN"' in html
     assert "搜索" in html
+    # furo ships no Chinese: conf/locales supplies its strings.
+    assert "上一页" in html and "下一页" in html and "回到顶部" in html
+    assert "Previous" not in html and "Back to top" not in html
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,12 @@ import torch
 
 __all__ = [
     "cpu",
+    "describe_devices",
     "device_report",
     "gpu",
     "hardware_signature",
     "num_gpus",
+    "replicas",
     "try_all_gpus",
     "try_gpu",
 ]
@@ -85,6 +87,47 @@ def try_all_gpus() -> list[torch.device]:
         True
     """
     return [gpu(i) for i in range(num_gpus())] or [cpu()]
+
+
+def replicas(n: int) -> list[torch.device]:
+    """Return ``n`` devices for code written for ``n`` GPUs: real GPUs first, then CPU copies.
+
+    A page that wants two GPUs still runs its two-device code path on a machine with one GPU
+    (``[cuda:0, cpu]``) or none (``[cpu, cpu]``); :func:`describe_devices` says which it got.
+
+    Example:
+        >>> len(replicas(2))
+        2
+        >>> if num_gpus() == 0:
+        ...     print(replicas(2))
+        [device(type='cpu'), device(type='cpu')]
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int (how many devices), got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    gpus = [gpu(i) for i in range(min(n, num_gpus()))]
+    return gpus + [cpu()] * (n - len(gpus))
+
+
+def describe_devices(devices: list[torch.device]) -> str:
+    """Say in words which devices a computation really used, for honest page outputs.
+
+    Example:
+        >>> describe_devices([cpu(), cpu()])
+        '2 devices: cpu, cpu (CPU replicas standing in for GPUs)'
+        >>> describe_devices([gpu(0), gpu(1)])
+        '2 devices: cuda:0, cuda:1'
+    """
+    if not isinstance(devices, (list, tuple)) or not devices:
+        raise ValueError("devices must be a non-empty list of torch.device")
+    if not all(isinstance(d, torch.device) for d in devices):
+        raise TypeError("devices must contain only torch.device objects")
+    names = ", ".join(str(d) for d in devices)
+    text = f"{len(devices)} device{'s' if len(devices) > 1 else ''}: {names}"
+    if len(devices) > 1 and any(d.type == "cpu" for d in devices):
+        text += " (CPU replicas standing in for GPUs)"
+    return text
 
 
 def hardware_signature() -> str:
