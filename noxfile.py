@@ -24,9 +24,15 @@ def install(session: nox.Session, *extras: str) -> None:
 
 
 def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Take ``--profile quick|full`` out of the session arguments; return (env, the rest)."""
+    """Take ``--profile quick|full`` and ``--require-gpus`` out of the session arguments.
+
+    Returns the environment that carries them to conf.py and the kernel, and the rest.
+    """
     env: dict[str, str] = {}
     rest = list(args)
+    if "--require-gpus" in rest:
+        rest.remove("--require-gpus")
+        env["GPUKIT_REQUIRE_GPUS"] = "1"
     if "--profile" in rest:
         at = rest.index("--profile")
         if at + 1 >= len(rest) or rest[at + 1] not in PROFILES:

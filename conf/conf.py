@@ -40,6 +40,8 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx_copybutton",
     "language_switch",
+    "provenance",
+    "gpu_guard",
 ]
 exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]
 templates_path = [str(CONF_DIR / "_templates")]

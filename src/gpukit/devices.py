@@ -17,6 +17,7 @@ import torch
 __all__ = [
     "cpu",
     "describe_devices",
+    "describe_machine",
     "device_report",
     "gpu",
     "hardware_signature",
@@ -128,6 +129,23 @@ def describe_devices(devices: list[torch.device]) -> str:
     if len(devices) > 1 and any(d.type == "cpu" for d in devices):
         text += " (CPU replicas standing in for GPUs)"
     return text
+
+
+def describe_machine() -> str:
+    """Name this machine's compute devices in one phrase, e.g. for a page's provenance line.
+
+    ``"2 x NVIDIA H200 (CUDA 12.8)"`` with GPUs, ``"CPU only, 2 cores"`` without.
+
+    Example:
+        >>> text = describe_machine()
+        >>> text.startswith("CPU only") if num_gpus() == 0 else "CUDA" in text
+        True
+    """
+    n = num_gpus()
+    if n == 0:
+        cores = os.cpu_count() or 1
+        return f"CPU only, {cores} core{'s' if cores != 1 else ''}"
+    return f"{n} x {torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
 
 
 def hardware_signature() -> str:

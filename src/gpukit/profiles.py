@@ -9,6 +9,10 @@ changes the whole site, and the profile is part of the execution-cache key.
     whole site executes in minutes on a 2-core laptop.
 ``full``
     The default with a GPU: D2L's settings (all 60,000 training images, 10 epochs).
+
+The training pages read their own :class:`Workload`: ``profile.lenet`` for the LeNet of
+"multi-GPU training from scratch", ``profile.resnet`` for the ResNet-18 of the concise
+multi-GPU and DistributedDataParallel pages.
 """
 
 from __future__ import annotations
@@ -18,9 +22,53 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PROFILES", "Profile", "current_profile"]
+__all__ = ["PROFILES", "Profile", "Workload", "current_profile"]
 
 ENV_VAR = "GPUKIT_PROFILE"
+
+
+def _count(n: int | None, total: int) -> str:
+    return f"{n or total:,}"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The settings of one training run on one device.
+
+    Attributes:
+        n_train: training examples used (``None``: all 60,000).
+        n_test: test examples used (``None``: all 10,000).
+        epochs: training epochs.
+        batch_size: minibatch size for one device.
+        lr: learning rate for one device.
+
+    Example:
+        >>> print(PROFILES["full"].resnet.describe())
+        ResNet-18: 60,000 training / 10,000 test images, batch 256, lr 0.1, 10 epochs
+    """
+
+    n_train: int | None
+    n_test: int | None
+    epochs: int
+    batch_size: int
+    lr: float
+    name: str = ""
+
+    def describe(self) -> str:
+        """One line with the amount of data and the settings, for page outputs."""
+        prefix = f"{self.name}: " if self.name else ""
+        return (
+            f"{prefix}{_count(self.n_train, 60_000)} training / "
+            f"{_count(self.n_test, 10_000)} test images, batch {self.batch_size}, "
+            f"lr {self.lr:g}, {self.epochs} epochs"
+        )
+
+
+# D2L's settings. LeNet keeps batch 256 and lr 0.2 on two GPUs; for ResNet-18 D2L doubles
+# both on two GPUs (512, 0.2), so a page multiplies resnet.batch_size and resnet.lr by the
+# number of devices.
+_FULL_LENET = Workload(None, None, epochs=10, batch_size=256, lr=0.2, name="LeNet")
+_FULL_RESNET = Workload(None, None, epochs=10, batch_size=256, lr=0.1, name="ResNet-18")
 
 
 @dataclass(frozen=True)
@@ -32,12 +80,56 @@ class Profile:
         n_train: training examples used (``None``: all 60,000).
         n_test: test examples used (``None``: all 10,000).
         epochs: training epochs of the multi-GPU pages.
+        device_matmul_size: side of the large square matrices multiplied to compare devices
+            (CPU vs GPU, one device vs two) on the GPUs page (``sec-use-gpu``).
+        device_matmul_small_size: side of the small matrices in the same comparison.
+        device_matmul_repeats: how many multiplications each of those timings runs.
+        norm_log_steps: matrix products whose Frobenius norms are logged in
+            the GPUs page's exercise on logging (D2L: 1,000).
+        norm_log_size: side of the square matrices in that exercise (D2L: 100).
+        autopar_matrix_size: side of the square matrices multiplied in
+            :ref:`sec-auto-parallelism` (D2L: 4,000).
+        autopar_num_matmuls: matrix products per run in :ref:`sec-auto-parallelism`
+            (D2L: 50).
+        async_matrix_size: side of the random square matrices generated and multiplied in
+            :ref:`sec-async` (D2L: 1,000; larger on a GPU so that the GPU's work, not the
+            launch overhead, dominates the synchronized timings).
+        async_repeats: how many matrices each timing loop of :ref:`sec-async` generates
+            and multiplies (D2L: 10).
+        async_steps: tiny ``y = x + 1`` steps per loop in the synchronous vs asynchronous
+            comparison of :ref:`sec-async` (D2L: 10,000).
+        hw_copy_mib: MiB copied per transfer in the bandwidth measurements of
+            :ref:`sec-hardware` (:func:`gpukit.measure.copy_bandwidth`).
+        hw_copy_repeats: transfers timed together in each of those measurements.
+        hw_launch_repeats: tiny operations timed together to measure launch latency
+            (:func:`gpukit.measure.launch_latency`).
+        hw_matmul_size: side of the square matrices in the throughput measurements of
+            :ref:`sec-hardware` (:func:`gpukit.measure.matmul_throughput`).
+        hw_matmul_repeats: matrix products timed together in each of those measurements.
+        hw_stride_elements: float32 elements of the tensor read with growing strides in the
+            memory-access exercise of :ref:`sec-hardware`.
     """
 
     name: str
     n_train: int | None
     n_test: int | None
     epochs: int
+    device_matmul_size: int
+    device_matmul_small_size: int
+    device_matmul_repeats: int
+    norm_log_steps: int
+    norm_log_size: int
+    autopar_matrix_size: int
+    autopar_num_matmuls: int
+    async_matrix_size: int
+    async_repeats: int
+    async_steps: int
+    hw_copy_mib: int
+    hw_copy_repeats: int
+    hw_launch_repeats: int
+    hw_matmul_size: int
+    hw_matmul_repeats: int
+    hw_stride_elements: int
 
     def describe(self) -> str:
         """One line saying how much data this profile uses, for page outputs.
@@ -52,8 +144,50 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "quick": Profile("quick", n_train=2_000, n_test=1_000, epochs=2),
-    "full": Profile("full", n_train=None, n_test=None, epochs=10),
+    "quick": Profile(
+        "quick",
+        n_train=2_000,
+        n_test=1_000,
+        epochs=2,
+        device_matmul_size=1024,
+        device_matmul_small_size=10,
+        device_matmul_repeats=5,
+        norm_log_steps=500,
+        norm_log_size=100,
+        autopar_matrix_size=800,
+        autopar_num_matmuls=10,
+        async_matrix_size=1_000,
+        async_repeats=10,
+        async_steps=10_000,
+        hw_copy_mib=64,
+        hw_copy_repeats=10,
+        hw_launch_repeats=2_000,
+        hw_matmul_size=1_024,
+        hw_matmul_repeats=10,
+        hw_stride_elements=2**24,
+    ),
+    "full": Profile(
+        "full",
+        n_train=None,
+        n_test=None,
+        epochs=10,
+        device_matmul_size=4096,
+        device_matmul_small_size=10,
+        device_matmul_repeats=10,
+        norm_log_steps=1000,
+        norm_log_size=100,
+        autopar_matrix_size=4_000,
+        autopar_num_matmuls=50,
+        async_matrix_size=4_096,
+        async_repeats=10,
+        async_steps=10_000,
+        hw_copy_mib=256,
+        hw_copy_repeats=20,
+        hw_launch_repeats=10_000,
+        hw_matmul_size=8_192,
+        hw_matmul_repeats=20,
+        hw_stride_elements=2**27,
+    ),
 }
 
 

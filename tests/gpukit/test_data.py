@@ -1,0 +1,472 @@
+"""Tests of gpukit.data: IDX parsing, the data search, the loaders, offline throughout."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import urllib.error
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import gpukit.data as gd
+from gpukit.data import (
+    DataNotFoundError,
+    IDXFormatError,
+    find_fashion_mnist,
+    get_fashion_mnist_labels,
+    load_data_fashion_mnist,
+    read_idx,
+)
+
+REAL_DIR = Path("/usr/share/datasets/fashion-mnist")
+ALL_NAMES = [name for pair in gd.FILES.values() for name in pair]
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees this machine's data, cache or network unless it asks for them."""
+    monkeypatch.delenv("GPUKIT_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setattr(gd, "SYSTEM_DIR", tmp_path / "system")
+
+    def offline(url: str, out: object) -> None:
+        raise urllib.error.URLError("offline (test)")
+
+    monkeypatch.setattr(gd, "_fetch", offline)
+    gd._decode_split.cache_clear()
+
+
+def cache_folder(tmp_path: Path) -> Path:
+    return tmp_path / "xdg-cache" / "gpukit" / "fashion-mnist"
+
+
+# ---------------------------------------------------------------- read_idx
+
+
+def test_read_idx_reads_gzip_and_raw(tmp_path, write_idx):
+    array = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+    gz = write_idx(tmp_path / "a-idx3-ubyte.gz", array, magic=2051)
+    raw = tmp_path / "a-idx3-ubyte"
+    raw.write_bytes(gzip.decompress(gz.read_bytes()))
+    for path in (gz, raw, str(gz)):
+        got = read_idx(path, magic=2051)
+        assert got.dtype == np.uint8
+        np.testing.assert_array_equal(got, array)
+
+
+def test_read_idx_truncated_gzip_names_file(tmp_path, write_idx):
+    path = write_idx(tmp_path / "cut-idx1-ubyte.gz", np.zeros(5000, np.uint8), magic=2049)
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(IDXFormatError, match=r"cut-idx1-ubyte\.gz.*gzip"):
+        read_idx(path)
+
+
+def test_read_idx_corrupt_gzip_names_file(tmp_path, write_idx):
+    path = write_idx(tmp_path / "bad-idx1-ubyte.gz", np.arange(200, dtype=np.uint8))
+    raw = bytearray(path.read_bytes())
+    raw[20:40] = b"\xff" * 20  # damage the deflate stream
+    path.write_bytes(bytes(raw))
+    with pytest.raises(IDXFormatError, match=r"bad-idx1-ubyte\.gz"):
+        read_idx(path)
+
+
+def test_read_idx_not_gzip_at_all(tmp_path):
+    path = tmp_path / "text.gz"
+    path.write_text("this is not gzip")
+    with pytest.raises(IDXFormatError, match=r"text\.gz"):
+        read_idx(path)
+
+
+def test_read_idx_wrong_magic_names_file_and_numbers(tmp_path, write_idx):
+    path = write_idx(tmp_path / "labels.gz", np.zeros(3, np.uint8), magic=2049)
+    with pytest.raises(IDXFormatError, match=r"labels\.gz: magic number 2049, expected 2051"):
+        read_idx(path, magic=2051)
+
+
+def test_read_idx_rejects_non_ubyte_type(tmp_path, write_idx):
+    path = write_idx(tmp_path / "float.gz", np.zeros(4, np.uint8), magic=0x0D01)
+    with pytest.raises(IDXFormatError, match=r"float\.gz.*unsigned-byte"):
+        read_idx(path)
+
+
+@pytest.mark.parametrize("delta", [-1, +1, -700])
+def test_read_idx_size_must_match_header_exactly(tmp_path, delta):
+    payload = gd_header(2051, (3, 28, 28)) + bytes(3 * 28 * 28 + delta)
+    path = tmp_path / "short.gz"
+    path.write_bytes(gzip.compress(payload))
+    with pytest.raises(IDXFormatError, match=r"short\.gz: the header announces 3 x 28 x 28"):
+        read_idx(path, magic=2051)
+
+
+def test_read_idx_truncated_header(tmp_path):
+    path = tmp_path / "h.gz"
+    path.write_bytes(gzip.compress(gd_header(2051, (3, 28, 28))[:9]))
+    with pytest.raises(IDXFormatError, match=r"h\.gz: truncated inside its header"):
+        read_idx(path)
+    path.write_bytes(gzip.compress(b"\x00\x00"))
+    with pytest.raises(IDXFormatError, match="too short"):
+        read_idx(path)
+
+
+def test_read_idx_argument_errors(tmp_path):
+    with pytest.raises(TypeError, match="path must be"):
+        read_idx(3)
+    with pytest.raises(FileNotFoundError):
+        read_idx(tmp_path / "missing.gz")
+
+
+def gd_header(magic: int, dims: tuple[int, ...]) -> bytes:
+    return magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in dims)
+
+
+# ---------------------------------------------------------------- search order
+
+
+def test_explicit_root_is_used(fake_fashion_mnist, tmp_path, monkeypatch):
+    folder = fake_fashion_mnist(tmp_path / "mine")
+    other = fake_fashion_mnist(tmp_path / "env")
+    monkeypatch.setenv("GPUKIT_DATA", str(other))
+    assert find_fashion_mnist(folder) == folder
+    assert find_fashion_mnist(str(folder)) == folder
+
+
+def test_env_var_is_used_before_system_and_cache(fake_fashion_mnist, tmp_path, monkeypatch):
+    env = fake_fashion_mnist(tmp_path / "env")
+    fake_fashion_mnist(gd.SYSTEM_DIR)
+    fake_fashion_mnist(cache_folder(tmp_path))
+    monkeypatch.setenv("GPUKIT_DATA", str(env))
+    assert find_fashion_mnist() == env
+
+
+def test_explicit_place_without_files_fails_without_falling_back(
+    fake_fashion_mnist, tmp_path, monkeypatch
+):
+    fake_fashion_mnist(gd.SYSTEM_DIR)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / ALL_NAMES[0]).write_bytes(b"")
+    monkeypatch.setenv("GPUKIT_DATA", str(empty))
+    with pytest.raises(DataNotFoundError, match="GPUKIT_DATA") as info:
+        find_fashion_mnist()
+    message = str(info.value)
+    assert str(empty) in message and ALL_NAMES[1] in message and ALL_NAMES[0] not in message
+    with pytest.raises(DataNotFoundError, match=r"root argument.*no such folder"):
+        find_fashion_mnist(tmp_path / "nowhere")
+
+
+def test_system_dir_before_cache(fake_fashion_mnist, tmp_path):
+    fake_fashion_mnist(gd.SYSTEM_DIR)
+    fake_fashion_mnist(cache_folder(tmp_path))
+    assert find_fashion_mnist() == gd.SYSTEM_DIR
+
+
+def test_cache_honours_xdg_cache_home(fake_fashion_mnist, tmp_path, monkeypatch):
+    xdg = tmp_path / "elsewhere"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    fake_fashion_mnist(xdg / "gpukit" / "fashion-mnist")
+    assert find_fashion_mnist() == xdg / "gpukit" / "fashion-mnist"
+
+
+def test_cache_defaults_to_home_dot_cache(fake_fashion_mnist, tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    folder = fake_fashion_mnist(tmp_path / "home" / ".cache" / "gpukit" / "fashion-mnist")
+    assert find_fashion_mnist() == folder
+
+
+def test_incomplete_system_dir_is_skipped(fake_fashion_mnist, tmp_path):
+    system = fake_fashion_mnist(gd.SYSTEM_DIR)
+    (system / ALL_NAMES[3]).unlink()
+    cache = fake_fashion_mnist(cache_folder(tmp_path))
+    assert find_fashion_mnist() == cache
+
+
+def test_not_found_error_lists_every_place_and_the_remedy(tmp_path):
+    with pytest.raises(DataNotFoundError) as info:
+        find_fashion_mnist()
+    message = str(info.value)
+    assert str(gd.SYSTEM_DIR) in message
+    assert str(cache_folder(tmp_path)) in message
+    assert gd.BASE_URL in message and "offline (test)" in message
+    assert "apt install dataset-fashion-mnist" in message and "GPUKIT_DATA" in message
+    assert isinstance(info.value, FileNotFoundError)
+    # One clear error, not a urllib traceback chained to it.
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_download_false_does_not_fetch(tmp_path, monkeypatch):
+    def fail(url, out):
+        raise AssertionError("download attempted")
+
+    monkeypatch.setattr(gd, "_fetch", fail)
+    with pytest.raises(DataNotFoundError, match="not tried"):
+        find_fashion_mnist(download=False)
+
+
+@pytest.fixture
+def server(fake_fashion_mnist, tmp_path, monkeypatch):
+    """Serve tiny files as if they were the official ones; record the URLs fetched."""
+    served = fake_fashion_mnist(tmp_path / "server")
+    for name in ALL_NAMES:
+        content = gzip.decompress((served / name).read_bytes())
+        monkeypatch.setitem(gd.CONTENT_SHA256, name, hashlib.sha256(content).hexdigest())
+    fetched: list[str] = []
+
+    def fetch(url, out):
+        fetched.append(url)
+        out.write((served / url.rsplit("/", 1)[1]).read_bytes())
+
+    monkeypatch.setattr(gd, "_fetch", fetch)
+    return fetched
+
+
+def test_download_into_cache_verified(server, tmp_path):
+    cache = cache_folder(tmp_path)
+    assert find_fashion_mnist() == cache
+    assert sorted(server) == sorted(gd.BASE_URL + name for name in ALL_NAMES)
+    assert sorted(p.name for p in cache.iterdir()) == sorted(ALL_NAMES)  # no temp files left
+    train_iter, _ = load_data_fashion_mnist(10)
+    assert len(train_iter.dataset) == 50
+    server.clear()
+    find_fashion_mnist()
+    assert server == []  # found in the cache now
+
+
+def test_download_fetches_only_missing_files(server, fake_fashion_mnist, tmp_path):
+    cache = fake_fashion_mnist(cache_folder(tmp_path))
+    (cache / ALL_NAMES[0]).unlink()
+    assert find_fashion_mnist() == cache
+    assert server == [gd.BASE_URL + ALL_NAMES[0]]
+
+
+def test_download_with_wrong_digest_keeps_nothing(server, tmp_path, monkeypatch):
+    monkeypatch.setitem(gd.CONTENT_SHA256, ALL_NAMES[0], "0" * 64)
+    with pytest.raises(DataNotFoundError, match="SHA-256"):
+        find_fashion_mnist()
+    cache = cache_folder(tmp_path)
+    assert not (cache / ALL_NAMES[0]).exists()
+    assert not list(cache.glob("*.part"))
+
+
+def test_interrupted_download_keeps_nothing(tmp_path, monkeypatch):
+    def broken(url, out):
+        out.write(b"\x1f\x8b partial")
+        raise ConnectionResetError("connection reset (test)")
+
+    monkeypatch.setattr(gd, "_fetch", broken)
+    with pytest.raises(DataNotFoundError, match="connection reset"):
+        find_fashion_mnist()
+    assert list(cache_folder(tmp_path).iterdir()) == []
+
+
+def test_find_argument_errors():
+    with pytest.raises(TypeError, match="root must be"):
+        find_fashion_mnist(3)
+    with pytest.raises(TypeError, match="download must be"):
+        find_fashion_mnist(download="yes")
+
+
+# ---------------------------------------------------------------- loaders
+
+
+def test_loader_shapes_types_and_ranges(fake_fashion_mnist):
+    folder = fake_fashion_mnist()
+    train_iter, test_iter = load_data_fashion_mnist(16, root=folder)
+    X, y = next(iter(train_iter))
+    assert X.shape == (16, 1, 28, 28) and X.dtype == torch.float32
+    assert y.shape == (16,) and y.dtype == torch.int64
+    assert X.min() >= 0.0 and X.max() <= 1.0
+    assert len(train_iter.dataset) == 50 and len(test_iter.dataset) == 20
+    assert sum(len(y) for _, y in train_iter) == 50
+    images = read_idx(folder / gd.FILES["train"][0])
+    first = train_iter.dataset.tensors[0][0, 0]
+    np.testing.assert_allclose(first.numpy(), images[0] / 255, rtol=1e-6)
+
+
+def test_test_loader_keeps_file_order(fake_fashion_mnist):
+    _, test_iter = load_data_fashion_mnist(7, root=fake_fashion_mnist())
+    X = torch.cat([X for X, _ in test_iter])
+    assert (X[:, 0, 0, 0] * 255).round().long().tolist() == list(range(20))
+
+
+def first_pixels(loader) -> list[int]:
+    return [int(v) for X, _ in loader for v in (X[:, 0, 0, 0] * 255).round()]
+
+
+def test_shuffle_is_seeded(fake_fashion_mnist):
+    folder = fake_fashion_mnist()
+    a, _ = load_data_fashion_mnist(8, root=folder, seed=3)
+    b, _ = load_data_fashion_mnist(8, root=folder, seed=3)
+    c, _ = load_data_fashion_mnist(8, root=folder, seed=4)
+    a1, b1, c1 = first_pixels(a), first_pixels(b), first_pixels(c)
+    assert a1 == b1 and a1 != c1
+    assert sorted(a1) == list(range(50)) and a1 != sorted(a1)
+    # Each epoch is shuffled anew, and the sequence of epochs is the same in both runs.
+    a2, b2 = first_pixels(a), first_pixels(b)
+    assert a2 != a1 and a2 == b2
+
+
+def subset_ids(loader) -> list[int]:
+    return sorted(first_pixels(loader))
+
+
+def test_subsets_are_deterministic_nested_and_sized(fake_fashion_mnist):
+    folder = fake_fashion_mnist()
+    small, small_test = load_data_fashion_mnist(4, root=folder, n_train=10, n_test=5)
+    again, _ = load_data_fashion_mnist(4, root=folder, n_train=10, n_test=5)
+    large, _ = load_data_fashion_mnist(4, root=folder, n_train=30, n_test=5)
+    other, _ = load_data_fashion_mnist(4, root=folder, n_train=10, seed=1)
+    assert len(small.dataset) == 10 and len(small_test.dataset) == 5
+    assert subset_ids(small) == subset_ids(again)
+    assert set(subset_ids(small)) < set(subset_ids(large))
+    assert subset_ids(small) != subset_ids(other)
+    assert subset_ids(small) != list(range(10))  # a random subset, not the first examples
+    # Kept in file order (the test loader does not shuffle).
+    assert first_pixels(small_test) == sorted(first_pixels(small_test))
+
+
+@pytest.mark.parametrize(("resize", "shape"), [(32, (32, 32)), ((20, 40), (20, 40))])
+def test_resize(fake_fashion_mnist, resize, shape):
+    train_iter, test_iter = load_data_fashion_mnist(8, resize, root=fake_fashion_mnist())
+    for loader in (train_iter, test_iter):
+        X, y = next(iter(loader))
+        assert X.shape == (8, 1, *shape) and X.dtype == torch.float32 and y.shape == (8,)
+        assert X.min() >= 0.0 and X.max() <= 1.0
+
+
+def test_resize_with_worker_processes(fake_fashion_mnist):
+    train_iter, _ = load_data_fashion_mnist(25, 14, root=fake_fashion_mnist(), num_workers=1)
+    assert [tuple(X.shape) for X, _ in train_iter] == [(25, 1, 14, 14)] * 2
+
+
+def test_image_label_count_mismatch_names_both_files(tmp_path, fake_fashion_mnist, write_idx):
+    folder = fake_fashion_mnist()
+    write_idx(folder / gd.FILES["test"][1], np.zeros(19, np.uint8), magic=2049)
+    with pytest.raises(IDXFormatError, match=r"t10k-images.*20 images.*t10k-labels.*19 labels"):
+        load_data_fashion_mnist(4, root=folder)
+
+
+def test_label_out_of_range(fake_fashion_mnist, write_idx):
+    folder = fake_fashion_mnist()
+    write_idx(folder / gd.FILES["train"][1], np.full(50, 10, np.uint8), magic=2049)
+    with pytest.raises(IDXFormatError, match=r"train-labels.*label 10 out of range"):
+        load_data_fashion_mnist(4, root=folder)
+
+
+def test_wrong_magic_in_data_folder_names_file(fake_fashion_mnist, write_idx):
+    folder = fake_fashion_mnist()
+    write_idx(folder / gd.FILES["train"][0], np.zeros(50, np.uint8), magic=2049)
+    with pytest.raises(IDXFormatError, match=r"train-images-idx3-ubyte\.gz: magic number 2049"):
+        load_data_fashion_mnist(4, root=folder)
+
+
+def test_truncated_data_file_is_an_error_not_a_smaller_set(fake_fashion_mnist):
+    folder = fake_fashion_mnist()
+    path = folder / gd.FILES["train"][0]
+    content = gzip.decompress(path.read_bytes())
+    path.write_bytes(gzip.compress(content[: -28 * 28]))  # one image short, valid gzip
+    with pytest.raises(IDXFormatError, match=r"train-images-idx3-ubyte\.gz"):
+        load_data_fashion_mnist(4, root=folder)
+
+
+def test_decoded_arrays_are_cached_until_the_file_changes(fake_fashion_mnist, monkeypatch):
+    folder = fake_fashion_mnist()
+    calls: list[str] = []
+    real_read_idx = gd.read_idx
+
+    def counting(path, **kwargs):
+        calls.append(Path(path).name)
+        return real_read_idx(path, **kwargs)
+
+    monkeypatch.setattr(gd, "read_idx", counting)
+    load_data_fashion_mnist(4, root=folder)
+    load_data_fashion_mnist(8, root=folder, n_train=5)
+    assert len(calls) == 4
+    fake_fashion_mnist(folder, n_train=60)  # rewrite: other size, so another cache key
+    train_iter, _ = load_data_fashion_mnist(4, root=folder)
+    assert len(calls) == 8 and len(train_iter.dataset) == 60
+
+
+def test_cached_arrays_are_not_modified_by_loaders(fake_fashion_mnist):
+    folder = fake_fashion_mnist()
+    train_iter, _ = load_data_fashion_mnist(4, root=folder)
+    train_iter.dataset.tensors[0].zero_()
+    again, _ = load_data_fashion_mnist(4, root=folder)
+    assert again.dataset.tensors[0].max() > 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "pattern"),
+    [
+        ({"batch_size": 0}, ValueError, "batch_size must be an int >= 1"),
+        ({"batch_size": 2.0}, TypeError, "batch_size must be an int >= 1"),
+        ({"batch_size": True}, TypeError, "batch_size"),
+        ({"resize": 0}, ValueError, "resize must be None, an int >= 1 or a pair"),
+        ({"resize": (28,)}, TypeError, "resize must be"),
+        ({"resize": "28"}, TypeError, "resize must be"),
+        ({"resize": (28, 0)}, ValueError, "resize must be"),
+        ({"n_train": 0}, ValueError, "n_train must be None or an int >= 1"),
+        ({"n_test": 1.5}, TypeError, "n_test must be"),
+        ({"n_train": 51}, ValueError, "n_train must be None or between 1 and 50, got 51"),
+        ({"n_test": 21}, ValueError, "n_test must be None or between 1 and 20, got 21"),
+        ({"seed": -1}, ValueError, "seed must be an int >= 0"),
+        ({"num_workers": -1}, ValueError, "num_workers must be an int >= 0"),
+        ({"root": 5}, TypeError, "root must be"),
+    ],
+)
+def test_loader_argument_errors(fake_fashion_mnist, kwargs, error, pattern):
+    arguments = {"batch_size": 4, "root": fake_fashion_mnist(), **kwargs}
+    with pytest.raises(error, match=pattern):
+        load_data_fashion_mnist(**arguments)
+
+
+def test_loader_without_data_raises_the_search_error():
+    with pytest.raises(DataNotFoundError, match="dataset-fashion-mnist"):
+        load_data_fashion_mnist(4)
+
+
+# ---------------------------------------------------------------- text labels
+
+
+def test_text_labels():
+    assert get_fashion_mnist_labels([0, 1, 9]) == ["t-shirt", "trouser", "ankle boot"]
+    assert get_fashion_mnist_labels(torch.tensor([[5], [8]])) == ["sandal", "bag"]
+    assert get_fashion_mnist_labels(np.array([2, 3], np.uint8)) == ["pullover", "dress"]
+    assert get_fashion_mnist_labels([]) == []
+
+
+@pytest.mark.parametrize(
+    ("labels", "error"),
+    [([10], ValueError), ([-1], ValueError), ([1.0], TypeError), ("12", TypeError), (3, TypeError)],
+)
+def test_text_label_errors(labels, error):
+    with pytest.raises(error, match="labels must"):
+        get_fashion_mnist_labels(labels)
+
+
+# ---------------------------------------------------------------- the real files
+
+
+@pytest.mark.skipif(
+    not all((REAL_DIR / name).is_file() for name in ALL_NAMES),
+    reason="dataset-fashion-mnist is not installed",
+)
+def test_real_fashion_mnist():
+    for name in ALL_NAMES:  # the digests are those of these (the official release's) files
+        content = gzip.decompress((REAL_DIR / name).read_bytes())
+        assert hashlib.sha256(content).hexdigest() == gd.CONTENT_SHA256[name]
+    train_iter, test_iter = load_data_fashion_mnist(256, root=REAL_DIR)
+    assert len(train_iter.dataset) == 60_000 and len(test_iter.dataset) == 10_000
+    counts = torch.bincount(train_iter.dataset.tensors[1], minlength=10)
+    assert counts.tolist() == [6000] * 10
+    a, b = (load_data_fashion_mnist(64, root=REAL_DIR, n_train=500, n_test=100) for _ in "ab")
+    for x, y in zip(a, b, strict=True):
+        assert torch.equal(x.dataset.tensors[0], y.dataset.tensors[0])
+        assert torch.equal(x.dataset.tensors[1], y.dataset.tensors[1])
+    Xa, ya = next(iter(a[0]))
+    Xb, yb = next(iter(b[0]))
+    assert torch.equal(Xa, Xb) and torch.equal(ya, yb)
+    assert len(a[0].dataset) == 500 and len(a[1].dataset) == 100
