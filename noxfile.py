@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "tests", "docs", "doctest"]
+nox.options.sessions = ["lint", "tests", "docs", "browser", "doctest"]
 nox.options.reuse_venv = "yes"
 
 ROOT = Path(__file__).parent
@@ -69,6 +69,26 @@ def docs(session: nox.Session) -> None:
     session.log(f"Open {BUILD / 'html' / 'index.html'}")
 
 
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The built site in a real browser (Chromium, headless): run ``nox -s docs`` first.
+
+    Serves docs/_build/html (or $GPUKIT_SITE) on 127.0.0.1; screenshots land in
+    docs/_build/screenshots. Needs no torch: only the test and browser extras are installed.
+    """
+    import os
+    import tomllib
+
+    site = Path(os.environ.get("GPUKIT_SITE", BUILD / "html"))
+    if not (site / "en" / "index.html").is_file() or not (site / "zh" / "index.html").is_file():
+        session.error(f"no built site in {site}: run `nox -s docs` first")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    session.install(*extras["test"], *extras["browser"])
+    session.run("pytest", "tests/browser", "-p", "no:cacheprovider", *session.posargs)
+
+
 @nox.session(name="docs-live")
 def docs_live(session: nox.Session) -> None:
     """Preview one language while writing: ``nox -s docs-live [-- zh]``."""
@@ -92,7 +112,8 @@ def docs_live(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit tests of gpukit and build tests on tiny fixture sites."""
     install(session, "docs", "test")
-    session.run("pytest", *session.posargs)
+    # tests/browser needs a built site and a browser: ``nox -s browser``.
+    session.run("pytest", "--ignore=tests/browser", *session.posargs)
 
 
 @nox.session
@@ -116,3 +137,26 @@ def lint(session: nox.Session) -> None:
     session.install("ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def workflows(session: nox.Session) -> None:
+    """Lint .github/workflows offline (actionlint, zizmor, check-jsonschema), without torch.
+
+    The same test runs in ``nox -s tests``; this session skips installing gpukit.
+    """
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    session.install("pyyaml", *project["optional-dependencies"]["test"])
+    session.run("pytest", "tests/test_workflows.py", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session
+def parity(session: nox.Session) -> None:
+    """en and zh pages match (code cells, labels, references) and no translation is stale.
+
+    ``nox -s parity -- --refresh zh/<page>.md`` records that a translation is up to date.
+    """
+    session.install("pyyaml")
+    session.run("python", "conf/parity.py", *session.posargs)

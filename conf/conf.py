@@ -42,11 +42,21 @@ extensions = [
     "language_switch",
     "provenance",
     "gpu_guard",
+    "raises_check",  # a cell tagged raises-exception must raise
+    "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
+    "accessibility",  # toctree captions get the aria-level their heading role needs
+    "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN
 ]
 exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]
 templates_path = [str(CONF_DIR / "_templates")]
 html_static_path = [str(CONF_DIR / "_static")]
 numfig = True
+# Types from torch, numpy, matplotlib and the standard library cannot be linked: the build is
+# offline, so there are no intersphinx inventories. Everything of gpukit's own must resolve.
+nitpick_ignore_regex = [
+    (r"py:.*", r"(torch|numpy|np|matplotlib|collections|os|pathlib|time|typing)\..*"),
+]
+autodoc_member_order = "bysource"
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
 
 # -- Execution ------------------------------------------------------------------------------
@@ -69,6 +79,7 @@ nb_merge_streams = True
 # -- HTML (furo) ----------------------------------------------------------------------------
 html_theme = "furo"
 html_css_files = ["gpukit.css"]
+html_js_files = ["gpukit.js"]  # scrollable code blocks become keyboard-focusable
 html_sidebars = {
     "**": [
         "sidebar/brand.html",
@@ -90,5 +101,19 @@ html_last_updated_fmt = None
 # Copy code only: strip prompts and never put a button on a cell's output.
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
-copybutton_only_copy_prompt_lines = False
+copybutton_only_copy_prompt_lines = True  # a pasted session's output lines are not copied
 copybutton_selector = "div:not(.output) > div.highlight > pre"
+
+# -- Notebooks and Colab --------------------------------------------------------------------
+# Every executed page offers its notebook, with outputs, as _notebooks/<page>.ipynb in its own
+# language's folder (conf/_ext/notebooks.py). Colab opens notebooks only from GitHub paths, and
+# the repository holds the MyST sources, not notebooks: so the GPU workflow that deploys the
+# hosted site also publishes the built notebooks to the branch `notebooks` of this repository,
+# as <lang>/<page>.ipynb (from docs/_build/html/<lang>/_notebooks/), and the Colab link opens
+# that copy: the notebook of the deployed build, outputs included.
+notebooks_repository_url = repository_url  # where the notebook's first cell installs gpukit from
+notebooks_colab_url = (
+    "https://colab.research.google.com/github/"
+    + repository_url.removeprefix("https://github.com/")
+    + "/blob/notebooks/{lang}/{page}.ipynb"
+)

