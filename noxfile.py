@@ -160,3 +160,17 @@ def parity(session: nox.Session) -> None:
     """
     session.install("pyyaml")
     session.run("python", "conf/parity.py", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Build cost and compute speed of this machine: docs/_build/bench.json and bench.md.
+
+    Builds a temporary copy of the site step by step (cold, zh, no change, prose edit, code
+    edit), then times matmuls, copies and ResNet-18 training; the About page shows the tables
+    of the machine that builds it. ``-- --profile quick|full`` as for docs; other arguments go
+    to ``python -m bench.run`` (``--help``).
+    """
+    install(session, "docs")
+    env, args = split_profile(session.posargs)
+    session.run("python", "-m", "bench.run", *args, env=env)

@@ -41,8 +41,10 @@ extensions = [
     "sphinx_copybutton",
     "language_switch",
     "provenance",
+    "bench_table",  # the About page shows `nox -s bench` of this machine
     "gpu_guard",
     "raises_check",  # a cell tagged raises-exception must raise
+    "cache_repair",  # an interrupted build leaves no half-written cache entry behind
     "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
     "accessibility",  # toctree captions get the aria-level their heading role needs
     "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN

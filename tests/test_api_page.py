@@ -7,11 +7,14 @@ import pkgutil
 import re
 from pathlib import Path
 
-import gpukit
 import pytest
 
+import gpukit
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-MODULES = sorted(m.name for m in pkgutil.iter_modules(gpukit.__path__) if not m.name.startswith("_"))
+MODULES = sorted(
+    m.name for m in pkgutil.iter_modules(gpukit.__path__) if not m.name.startswith("_")
+)
 
 
 def documented(lang: str) -> dict[str, list[str]]:

@@ -39,6 +39,13 @@ def test_second_language_executes_no_notebook(built: dict) -> None:
     assert "Using cached notebook" in built["zh"].log
 
 
+def test_translation_record_stays_out_of_the_pages(built: dict) -> None:
+    # Every zh fixture page records translation_of (conf/parity.py); the executed page above
+    # shares its execution all the same, and no page shows the record.
+    for page in ("index", "page", "part/nested"):
+        assert "translation_of" not in built["zh"].page(page)
+
+
 def test_chinese_build_uses_chinese_theme_strings(built: dict) -> None:
     html = built["zh"].page("page")
     assert 'lang="zh-CN"' in html
@@ -101,3 +108,20 @@ def test_chinese_search_index_has_chinese_words(built: dict) -> None:
     terms = json.loads(index[index.index("(") + 1 : index.rindex(")")])["terms"]
     # jieba splits the sentence into words; without it no Chinese term is indexed at all.
     assert {"结果", "页面"} <= set(terms)
+
+
+def test_each_language_offers_its_own_notebook_with_outputs(built: dict) -> None:
+    # conf/_ext/notebooks.py: myst-nb's jupyter_execute/ is shared by both languages and holds
+    # no outputs; every language's build writes its own notebook, outputs merged from the cache.
+    titles = {"en": "# A page", "zh": "# 一个页面"}
+    for lang, build in built.items():
+        notebook = json.loads((build.html / "_notebooks" / "page.ipynb").read_text("utf-8"))
+        cells = notebook["cells"]
+        markdown = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        assert titles[lang] in markdown.splitlines()
+        outputs = [o for c in cells if c["cell_type"] == "code" for o in c["outputs"]]
+        assert "answer: 42" in json.dumps(outputs)
+        html = build.page("page")
+        assert 'href="_notebooks/page.ipynb" download' in html
+        assert f"/blob/notebooks/{lang}/page.ipynb" in html
+        assert "notebook-links" not in build.page("index")  # nothing executed there

@@ -246,7 +246,7 @@ def test_conf_fails_loudly_and_bounds_every_cell(monkeypatch, profile: str) -> N
 @pytest.fixture
 def key_root(tmp_path: Path) -> Path:
     """A copy of what the cache key hashes, plus some prose that it must not hash."""
-    for tree in execution_cache.HASHED_TREES:
+    for tree in ("src/gpukit", "conf/ipython"):
         shutil.copytree(ROOT / tree, tmp_path / tree, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "docs" / "en").mkdir(parents=True)
     (tmp_path / "docs" / "en" / "page.md").write_text("# Prose\n", encoding="utf-8")
@@ -500,6 +500,15 @@ def test_two_builds_print_identical_outputs_except_times(twice: dict) -> None:
     masked = {page: mask_times(json.dumps(cells, indent=1)) for page, cells in a.items()}
     masked_b = {page: mask_times(json.dumps(cells, indent=1)) for page, cells in b.items()}
     assert masked == masked_b
+
+
+def test_warning_lands_where_it_happened(twice: dict) -> None:
+    cells = twice["a"]["outputs"]["outputs"]
+    assert [
+        "stdout: before the warning\n",
+        "stderr: UserWarning: a warning from the page\n",
+        "stdout: after the warning\n",
+    ] in cells
 
 
 def test_time_mask_hides_only_times() -> None:

@@ -12,8 +12,9 @@ does not read again keeps the notebook of its last reading. Only the ``cache`` e
 (the project's) keeps outputs; in another mode pages offer no notebook.
 
 The notebook gets one cell in front that installs gpukit where it is missing (on Colab), from
-the repository named by ``notebooks_repository_url``. The page template links the download and
-the Colab copy, whose address is ``notebooks_colab_url`` with ``{lang}`` and ``{page}`` filled in.
+the repository named by ``notebooks_repository_url``, without touching the installed PyTorch.
+The page template links the download and the Colab copy, whose address is
+``notebooks_colab_url`` with ``{lang}`` and ``{page}`` filled in.
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ LABELS = {
     "en": {"download_label": "Download notebook (.ipynb)", "colab_label": "Open in Colab"},
     "zh": {"download_label": "下载 notebook（.ipynb）", "colab_label": "在 Colab 中打开"},
 }
+# --no-deps: keep the PyTorch already there (Colab's matches its GPU driver; gpukit pins the
+# release the site was built with, whose CUDA may need a newer driver).
 INSTALL = """\
 # gpukit, the helper package of these pages, installed where it is missing (e.g. on Colab).
 import importlib.util
 
 if importlib.util.find_spec("gpukit") is None:
-    get_ipython().run_line_magic("pip", "install --quiet 'gpukit @ git+{url}'")"""
+    get_ipython().run_line_magic("pip", "install --quiet --no-deps 'gpukit @ git+{url}'")"""
 
 
 def executed(app: Sphinx, docname: str) -> bool:

@@ -57,7 +57,7 @@ from gpukit.parallel import (
     split_batch,
 )
 from gpukit.plotting import Animator, set_axes, set_figsize, use_svg_display
-from gpukit.profiles import Profile, current_profile
+from gpukit.profiles import PROFILES, Profile, Workload, current_profile
 from gpukit.timing import Benchmark, Timer, format_seconds
 from gpukit.training import (
     EpochStats,
@@ -70,6 +70,7 @@ from gpukit.training import (
 
 __all__ = [
     "PEAK_TFLOPS",
+    "PROFILES",
     "Accumulator",
     "Animator",
     "Benchmark",
@@ -82,6 +83,7 @@ __all__ = [
     "Residual",
     "Timer",
     "TrainResult",
+    "Workload",
     "accuracy",
     "allreduce",
     "choose_backend",

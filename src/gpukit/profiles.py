@@ -110,6 +110,18 @@ class Profile:
         hw_matmul_repeats: matrix products timed together in each of those measurements.
         hw_stride_elements: float32 elements of the tensor read with growing strides in the
             memory-access exercise of :ref:`sec-hardware`.
+        ps_grad_numel: float32 numbers in each device's gradient when the three aggregation
+            strategies are compared in :ref:`sec-parameterserver` (full: 40 million, the 160 MB
+            of the section's estimates).
+        ps_ring_processes: processes in the ring all-reduce of :ref:`sec-parameterserver` on a
+            machine with fewer GPUs (with at least that many GPUs: one process per GPU).
+        ps_ring_numel: float32 numbers each process sums in that ring all-reduce.
+        ps_sweep_numels: further tensor sizes (float32 numbers), besides ``ps_ring_numel``,
+            timed in the exercise on ring all-reduce time vs size; each one starts a new group
+            of processes.
+        multigpu_allreduce_repeats: rounds of all-reducing LeNet's gradients over two
+            devices timed together in the exercise on faster all-reduce variants of
+            :ref:`sec-multi-gpu`.
         lenet: the LeNet runs of "multi-GPU training from scratch" (see :class:`Workload`).
         resnet: the ResNet-18 runs of the concise multi-GPU and DDP pages, for one device.
     """
@@ -134,6 +146,11 @@ class Profile:
     hw_matmul_size: int
     hw_matmul_repeats: int
     hw_stride_elements: int
+    ps_grad_numel: int
+    ps_ring_processes: int
+    ps_ring_numel: int
+    ps_sweep_numels: tuple[int, ...]
+    multigpu_allreduce_repeats: int
     lenet: Workload = _FULL_LENET
     resnet: Workload = _FULL_RESNET
 
@@ -172,14 +189,21 @@ PROFILES: dict[str, Profile] = {
         hw_matmul_size=1_024,
         hw_matmul_repeats=10,
         hw_stride_elements=2**24,
+        ps_grad_numel=1_000_000,
+        ps_ring_processes=3,
+        ps_ring_numel=2_000_000,
+        ps_sweep_numels=(1_000, 10_000_000),
+        multigpu_allreduce_repeats=50,
         # A few seconds per training run on 2 CPU cores. LeNet's std-0.01 initialisation
         # sits on a plateau for a few hundred steps, so it takes small batches to get past it
-        # (test accuracy about 0.68 after 750 steps, with one replica or two, for several
-        # seeds; with fewer steps it may stay at 0.1). ResNet-18 trains at ~60 images/s on
-        # 2 cores, so it sees a few hundred images (accuracy near chance, but every line of
-        # the page executes).
-        lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.4, name="LeNet"),
-        resnet=Workload(256, 256, epochs=1, batch_size=32, lr=0.05, name="ResNet-18"),
+        # (test accuracy 0.66-0.73 after these 750 steps, with one replica or two and for
+        # several seeds; with fewer steps it may stay at 0.1, with lr 0.4 it may fall back).
+        # ResNet-18 costs ~27 ms of one core per training image (~60 images/s on 2 quiet
+        # cores), and the concise page trains it three times (1 replica, DataParallel, 2 DDP
+        # processes): 512 images x 2 epochs each, ~75 s for the page. Two epochs, so that
+        # the curves are lines; 64 steps of 16 reach a test accuracy of only about 0.3.
+        lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.25, name="LeNet"),
+        resnet=Workload(512, 256, epochs=2, batch_size=16, lr=0.05, name="ResNet-18"),
     ),
     "full": Profile(
         "full",
@@ -202,6 +226,11 @@ PROFILES: dict[str, Profile] = {
         hw_matmul_size=8_192,
         hw_matmul_repeats=20,
         hw_stride_elements=2**27,
+        ps_grad_numel=40_000_000,
+        ps_ring_processes=2,
+        ps_ring_numel=40_000_000,
+        ps_sweep_numels=(10_000, 100_000_000),
+        multigpu_allreduce_repeats=200,
         lenet=_FULL_LENET,
         resnet=_FULL_RESNET,
     ),

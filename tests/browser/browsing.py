@@ -19,6 +19,7 @@ OTHER = {"en": "zh", "zh": "en"}
 HTML_LANG = {"en": "en", "zh": "zh-CN"}
 PHONE = {"width": 375, "height": 812}
 DESKTOP = {"width": 1280, "height": 900}
+TIMEOUT_MS = 10_000  # for any wait: the site is local, so anything slower is a failure
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -19,6 +19,7 @@ from browsing import (
     LANGUAGES,
     PHONE,
     SITE,
+    TIMEOUT_MS,
     Site,
     chromium_executable,
 )
@@ -59,8 +60,23 @@ def browser():
         chromium = playwright.chromium.launch(
             executable_path=chromium_executable(), args=CHROMIUM_ARGS
         )
-        yield chromium
+        yield Browser(chromium)
         chromium.close()
+
+
+class Browser:
+    """Playwright's browser, whose new contexts wait at most TIMEOUT_MS for anything.
+
+    The site is local and answers at once: a missing element fails in seconds, not in 30.
+    """
+
+    def __init__(self, chromium) -> None:
+        self.chromium = chromium
+
+    def new_context(self, **kwargs):
+        context = self.chromium.new_context(**kwargs)
+        context.set_default_timeout(TIMEOUT_MS)
+        return context
 
 
 @pytest.fixture

@@ -31,6 +31,10 @@ COPIED = {
 # Pages of the site that show such sessions themselves (docstring examples, console blocks).
 WITH_PROMPTS = [
     name for name in ALL_PAGES if '<span class="gp">' in (SITE / f"{name}.html").read_text("utf-8")
+] or [
+    pytest.param(
+        None, marks=pytest.mark.skip(reason="no page shows a prompt yet (sessions added above)")
+    )
 ]
 
 
@@ -39,7 +43,9 @@ def copy(page, block) -> str:
     page.evaluate("navigator.clipboard.writeText('(nothing copied)')")
     block.locator("pre").hover()
     block.locator("button.copybtn").click()
-    page.wait_for_function("async () => (await navigator.clipboard.readText()) !== '(nothing copied)'")
+    page.wait_for_function(
+        "async () => (await navigator.clipboard.readText()) !== '(nothing copied)'"
+    )
     return page.evaluate("navigator.clipboard.readText()")
 
 
@@ -86,5 +92,7 @@ def test_prompts_of_the_sites_own_sessions_are_not_copied(desktop, site, name: s
     for i in range(min(blocks.count(), 10)):
         lines = blocks.nth(i).locator("pre").inner_text().splitlines()
         # copybutton keeps the lines with a prompt (without it) and the empty lines.
-        commands = [PROMPT.sub("", line) for line in lines if PROMPT.match(line) or not line.strip()]
+        commands = [
+            PROMPT.sub("", line) for line in lines if PROMPT.match(line) or not line.strip()
+        ]
         assert copy(desktop, blocks.nth(i)) == "\n".join(commands).rstrip("\n")

@@ -33,7 +33,8 @@ el => {
 """
 
 # Every visible piece of text of an SVG document: its colour, and the colour of the first
-# opaque shape painted under its middle (null: nothing, the page shows through).
+# opaque shape painted under its middle (null: nothing, the page shows through); or that it
+# lies outside the drawing (cut off: a label that the figure's size leaves out).
 SVG_TEXT_JS = """
 () => {
   const rgb = c => { const m = c.match(/[\\d.]+/g); return m ? m.slice(0, 3).map(Number) : null; };
@@ -49,6 +50,11 @@ SVG_TEXT_JS = """
     const s = getComputedStyle(t);
     if (s.fill === 'none') continue;
     const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    const box = document.documentElement.getBoundingClientRect();
+    if (x < box.left || x > box.right || y < box.top || y > box.bottom) {
+      out.push({ text: t.textContent.trim().slice(0, 40), cut: true });
+      continue;
+    }
     const under = document.elementsFromPoint(x, y)
       .filter(e => e !== t && !t.contains(e) && !e.contains(t) && e instanceof SVGGeometryElement);
     const behind = under.find(opaque);
@@ -115,10 +121,11 @@ def test_figures_and_plots_are_readable_in_dark_mode(desktop, site, name: str) -
             svg.close()
             assert texts, f"{src} has no text: is it a drawing with real text?"
             for text in texts:
-                if text["behind"]:
+                if text.get("cut"):
+                    unreadable.append(f"{src}: {text['text']!r} lies outside the drawing")
+                elif text["behind"]:
                     continue  # on the figure's own background: the same in both themes
-                ratio = contrast(tuple(text["fill"]), page_behind)
-                if ratio < MIN_CONTRAST:
+                elif (ratio := contrast(tuple(text["fill"]), page_behind)) < MIN_CONTRAST:
                     unreadable.append(
                         f"{src}: {text['text']!r} is drawn on the page, contrast {ratio:.1f}"
                     )

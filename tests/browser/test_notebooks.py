@@ -16,6 +16,14 @@ EXECUTED = [
     name for name in ALL_PAGES if 'class="cell_input' in (SITE / f"{name}.html").read_text("utf-8")
 ]
 NOT_EXECUTED = [name for name in ALL_PAGES if name not in EXECUTED]
+# A heading's own text: without its section number and its permalink.
+TITLE_JS = """
+h => {
+  const copy = h.cloneNode(true);
+  copy.querySelectorAll('.section-number, .headerlink').forEach(e => e.remove());
+  return copy.textContent.trim();
+}
+"""
 
 
 @pytest.mark.parametrize("name", EXECUTED)
@@ -41,9 +49,11 @@ def test_executed_page_offers_its_notebook_and_colab(desktop_tab, site, name: st
     assert response.ok, response.url
     notebook = json.loads(response.body())
     assert notebook["nbformat"] == 4
-    title = page.locator("article h1").first.evaluate("h => h.firstChild.textContent").strip()
-    markdown = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
-    assert f"# {title}" in markdown, f"the notebook is not the {lang} page {title!r}"
+    title = page.locator("article h1").first.evaluate(TITLE_JS)
+    markdown = "".join(
+        "".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"
+    )
+    assert f"# {title}" in markdown.splitlines(), f"the notebook is not the {lang} page {title!r}"
     with_outputs = [c for c in notebook["cells"] if c["cell_type"] == "code" and c["outputs"]]
     assert len(with_outputs) >= page.locator("div.cell_output").count() > 0
     first_code = notebook["cells"][0]

@@ -32,7 +32,8 @@ NO_ARGUMENTS = {
     "use_svg_display",
 }
 # Public classes that pages do not build from their own input: exception types (raised by
-# gpukit, with gpukit's message) and result records that gpukit fills in itself.
+# gpukit, with gpukit's message) and records that gpukit fills in itself (the profiles'
+# settings, measurements, training results).
 NOT_CALLED_BY_PAGES = {
     "DataNotFoundError",
     "EpochStats",
@@ -41,6 +42,7 @@ NOT_CALLED_BY_PAGES = {
     "Measurement",
     "Profile",
     "TrainResult",
+    "Workload",
 }
 
 

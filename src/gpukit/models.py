@@ -1,0 +1,258 @@
+"""The networks of the multi-GPU pages: D2L's LeNet variant and its small-image ResNet-18.
+
+``lenet`` is the network of D2L's "multi-GPU training from scratch" section as an
+``nn.Module``; :func:`lenet_params` and :func:`lenet_forward` are the same network written
+with bare tensors, as that section writes it, so that parameters can be copied to each device
+by hand. :func:`resnet18` and :class:`Residual` are D2L's ResNet-18 for 28x28 images.
+
+:func:`init_weights` re-initialises a network from a seed alone, which makes two training runs
+give the same numbers on a CPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["Residual", "init_weights", "lenet", "lenet_forward", "lenet_params", "resnet18"]
+
+# (name, shape) of the from-scratch LeNet's parameters, in D2L's order W1, b1, ..., W4, b4.
+_LENET_SHAPES: tuple[tuple[int, ...], ...] = (
+    (20, 1, 3, 3),
+    (20,),
+    (50, 20, 5, 5),
+    (50,),
+    (800, 128),
+    (128,),
+    (128, 10),
+    (10,),
+)
+
+
+def _check_positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return value
+
+
+class Residual(nn.Module):
+    """D2L's residual block: two 3x3 convolutions with batch norm, plus a shortcut.
+
+    Args:
+        input_channels: channels of the input.
+        num_channels: channels of the output.
+        use_1x1conv: pass the shortcut through a 1x1 convolution; needed whenever the
+            shortcut must change the number of channels or the resolution.
+        strides: stride of the first convolution (2 halves the height and width).
+
+    Unlike D2L, a block whose shortcut could not be added to its output (different channels
+    or a stride without ``use_1x1conv``) is refused when built rather than failing on the
+    first batch.
+
+    Example:
+        >>> blk = Residual(3, 6, use_1x1conv=True, strides=2)
+        >>> blk(torch.zeros(4, 3, 6, 6)).shape
+        torch.Size([4, 6, 3, 3])
+    """
+
+    def __init__(
+        self, input_channels: int, num_channels: int, use_1x1conv: bool = False, strides: int = 1
+    ) -> None:
+        super().__init__()
+        _check_positive_int(input_channels, "input_channels")
+        _check_positive_int(num_channels, "num_channels")
+        _check_positive_int(strides, "strides")
+        if not isinstance(use_1x1conv, bool):
+            raise TypeError(f"use_1x1conv must be a bool, got {type(use_1x1conv).__name__}")
+        if not use_1x1conv and (input_channels != num_channels or strides != 1):
+            raise ValueError(
+                "use_1x1conv must be True when input_channels != num_channels or strides != 1 "
+                f"(got {input_channels} -> {num_channels}, strides={strides}): "
+                "the shortcut must have the output's shape"
+            )
+        self.conv1 = nn.Conv2d(input_channels, num_channels, 3, padding=1, stride=strides)
+        self.conv2 = nn.Conv2d(num_channels, num_channels, 3, padding=1)
+        self.conv3 = (
+            nn.Conv2d(input_channels, num_channels, 1, stride=strides) if use_1x1conv else None
+        )
+        self.bn1 = nn.BatchNorm2d(num_channels)
+        self.bn2 = nn.BatchNorm2d(num_channels)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Two 3x3 convolutions plus the shortcut (a 1x1 convolution when shapes change)."""
+        Y = F.relu(self.bn1(self.conv1(X)))
+        Y = self.bn2(self.conv2(Y))
+        if self.conv3 is not None:
+            X = self.conv3(X)
+        return F.relu(Y + X)
+
+
+def _resnet_block(
+    in_channels: int, out_channels: int, num_residuals: int, first_block: bool = False
+) -> nn.Sequential:
+    blocks: list[nn.Module] = []
+    for i in range(num_residuals):
+        if i == 0 and not first_block:
+            blocks.append(Residual(in_channels, out_channels, use_1x1conv=True, strides=2))
+        else:
+            blocks.append(Residual(out_channels, out_channels))
+    return nn.Sequential(*blocks)
+
+
+def resnet18(num_classes: int, in_channels: int = 1) -> nn.Sequential:
+    """D2L's ResNet-18 for small images such as Fashion-MNIST's 28x28.
+
+    Compared with the ImageNet ResNet-18, the stem is a 3x3 convolution with stride 1 and
+    there is no max-pooling, so a 28x28 image still has a 4x4 feature map in the last stage.
+
+    Args:
+        num_classes: number of outputs.
+        in_channels: channels of the input images (1 for Fashion-MNIST).
+
+    Example:
+        >>> net = resnet18(10)
+        >>> net(torch.zeros(2, 1, 28, 28)).shape
+        torch.Size([2, 10])
+        >>> sum(p.numel() for p in net.parameters())
+        11175818
+    """
+    _check_positive_int(num_classes, "num_classes")
+    _check_positive_int(in_channels, "in_channels")
+    net = nn.Sequential(
+        nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1),
+        nn.BatchNorm2d(64),
+        nn.ReLU(),
+    )
+    net.add_module("resnet_block1", _resnet_block(64, 64, 2, first_block=True))
+    net.add_module("resnet_block2", _resnet_block(64, 128, 2))
+    net.add_module("resnet_block3", _resnet_block(128, 256, 2))
+    net.add_module("resnet_block4", _resnet_block(256, 512, 2))
+    net.add_module("global_avg_pool", nn.AdaptiveAvgPool2d((1, 1)))
+    net.add_module("fc", nn.Sequential(nn.Flatten(), nn.Linear(512, num_classes)))
+    return net
+
+
+def lenet(num_classes: int = 10) -> nn.Sequential:
+    """The LeNet variant of D2L's multi-GPU-from-scratch section, as an ``nn.Module``.
+
+    It differs from chapter 6's LeNet: a 3x3 first convolution with 20 channels, 50 channels in
+    the second, ReLU instead of sigmoid, a 128-unit hidden layer. It expects 1x28x28 images.
+
+    Example:
+        >>> lenet()(torch.zeros(5, 1, 28, 28)).shape
+        torch.Size([5, 10])
+    """
+    _check_positive_int(num_classes, "num_classes")
+    return nn.Sequential(
+        nn.Conv2d(1, 20, kernel_size=3),
+        nn.ReLU(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Conv2d(20, 50, kernel_size=5),
+        nn.ReLU(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Flatten(),
+        nn.Linear(800, 128),
+        nn.ReLU(),
+        nn.Linear(128, num_classes),
+    )
+
+
+def lenet_params(scale: float = 0.01, *, seed: int | None = None) -> list[torch.Tensor]:
+    """D2L's from-scratch LeNet parameters ``[W1, b1, W2, b2, W3, b3, W4, b4]`` on the CPU.
+
+    Weights are Gaussian with standard deviation ``scale``, biases zero. They do not require
+    gradients: :func:`gpukit.parallel.get_params` copies them to a device and turns that on.
+
+    Args:
+        scale: standard deviation of the weights (> 0).
+        seed: seed for the weights; ``None`` draws from torch's global generator, as D2L does.
+
+    Example:
+        >>> [tuple(p.shape) for p in lenet_params()][:2]
+        [(20, 1, 3, 3), (20,)]
+        >>> torch.equal(lenet_params(seed=1)[0], lenet_params(seed=1)[0])
+        True
+    """
+    if isinstance(scale, bool) or not isinstance(scale, int | float):
+        raise TypeError(f"scale must be a float, got {type(scale).__name__}")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"scale must be a finite number > 0, got {scale}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+    generator = None if seed is None else torch.Generator().manual_seed(seed)
+    return [
+        torch.randn(shape, generator=generator) * scale if len(shape) > 1 else torch.zeros(shape)
+        for shape in _LENET_SHAPES
+    ]
+
+
+def lenet_forward(X: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
+    """D2L's ``lenet(X, params)``: the from-scratch LeNet applied to a batch ``X``.
+
+    Args:
+        X: images of shape ``(batch, 1, 28, 28)`` on the parameters' device.
+        params: the eight tensors of :func:`lenet_params` (or their copies on a device).
+
+    Example:
+        >>> lenet_forward(torch.zeros(3, 1, 28, 28), lenet_params(seed=0)).shape
+        torch.Size([3, 10])
+    """
+    if not isinstance(X, torch.Tensor):
+        raise TypeError(f"X must be a torch.Tensor, got {type(X).__name__}")
+    if X.dim() != 4 or tuple(X.shape[1:]) != (1, 28, 28):
+        raise ValueError(f"X must have shape (batch, 1, 28, 28), got {tuple(X.shape)}")
+    if not isinstance(params, list | tuple) or len(params) != len(_LENET_SHAPES):
+        raise ValueError("params must be the list of 8 tensors from lenet_params()")
+    for i, (p, shape) in enumerate(zip(params, _LENET_SHAPES, strict=True)):
+        if not isinstance(p, torch.Tensor) or tuple(p.shape) != shape:
+            got = tuple(p.shape) if isinstance(p, torch.Tensor) else type(p).__name__
+            raise ValueError(f"params[{i}] must be a tensor of shape {shape}, got {got}")
+    W1, b1, W2, b2, W3, b3, W4, b4 = params
+    h1 = F.avg_pool2d(F.relu(F.conv2d(X, W1, b1)), kernel_size=2, stride=2)
+    h2 = F.avg_pool2d(F.relu(F.conv2d(h1, W2, b2)), kernel_size=2, stride=2)
+    h3 = F.relu(h2.reshape(h2.shape[0], -1) @ W3 + b3)
+    return h3 @ W4 + b4
+
+
+def init_weights(net: nn.Module, method: str = "xavier", *, seed: int = 0) -> nn.Module:
+    """Re-initialise every parameter of ``net`` from ``seed`` alone, in place; return ``net``.
+
+    Convolution and linear weights get D2L's initialisation: ``"xavier"`` (uniform Xavier, as
+    D2L's ``train_ch6``) or ``"normal"`` (Gaussian, std 0.01, as D2L's concise multi-GPU
+    section). Where D2L keeps PyTorch's random default biases, here they are set to zero and
+    batch norm is reset, so that the whole network depends on the seed only: the same seed
+    gives the same network whatever was drawn before. torch's global generator is not touched.
+
+    Example:
+        >>> a = init_weights(lenet(), seed=3)
+        >>> b = init_weights(lenet(), seed=3)
+        >>> all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+        True
+    """
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+    if method not in ("xavier", "normal"):
+        raise ValueError(f"method must be 'xavier' or 'normal', got {method!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in net.modules():
+            if isinstance(module, nn.Linear | nn.Conv2d):
+                # Draw on the CPU so the numbers do not depend on the device the net is on.
+                weight = torch.empty(module.weight.shape)
+                if method == "xavier":
+                    nn.init.xavier_uniform_(weight, generator=generator)
+                else:
+                    nn.init.normal_(weight, std=0.01, generator=generator)
+                module.weight.copy_(weight)
+                if module.bias is not None:
+                    module.bias.zero_()
+            elif isinstance(module, nn.modules.batchnorm._BatchNorm):
+                module.reset_parameters()
+    return net

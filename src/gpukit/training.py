@@ -1,0 +1,612 @@
+"""Training loops of the multi-GPU pages: one device, ``nn.DataParallel`` and DDP processes.
+
+* :func:`train_ch6`: D2L's loop on one device.
+* :func:`train_data_parallel`: D2L's concise multi-GPU loop (``nn.DataParallel``) with the
+  data and devices as explicit arguments.
+* :func:`train_ddp`: the same training with ``DistributedDataParallel``, one process per
+  device, started by :func:`gpukit.parallel.launch` (gloo processes on a CPU-only machine).
+
+Each returns a :class:`TrainResult` and prints its :meth:`~TrainResult.summary`, which names
+the devices really used and how much data was seen. The network is re-initialised from
+``seed`` (:func:`gpukit.models.init_weights`) and the global generator is seeded, so with
+the same data order two runs on a CPU give the same numbers.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
+from gpukit.devices import try_all_gpus, try_gpu
+from gpukit.metrics import Accumulator, accuracy, evaluate_accuracy_gpu
+from gpukit.models import init_weights, resnet18
+from gpukit.parallel import choose_backend, launch, rank_device
+from gpukit.plotting import Animator
+from gpukit.timing import Timer, format_seconds
+
+__all__ = ["EpochStats", "TrainResult", "sgd", "train_ch6", "train_data_parallel", "train_ddp"]
+
+Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class EpochStats:
+    """What one epoch measured.
+
+    Attributes:
+        epoch: 1 for the first epoch.
+        train_loss: mean training loss over the epoch's examples.
+        train_acc: fraction of the epoch's training examples classified correctly.
+        test_acc: test accuracy after the epoch.
+        seconds: time spent training (evaluation excluded).
+
+    Example:
+        >>> EpochStats(1, train_loss=0.52, train_acc=0.81, test_acc=0.79, seconds=3.5).test_acc
+        0.79
+    """
+
+    epoch: int
+    train_loss: float
+    train_acc: float
+    test_acc: float
+    seconds: float
+
+
+@dataclass
+class TrainResult:
+    """The numbers of one training run, for a page to print, plot or compare.
+
+    Attributes:
+        test_acc: test accuracy after the last epoch.
+        sec_per_epoch: mean training time per epoch (evaluation excluded).
+        devices: the devices that really computed, e.g. ``["cuda:0", "cuda:1"]``.
+        epochs: number of epochs.
+        n_train: training examples per epoch.
+        n_test: test examples.
+        batch_size: examples per optimisation step, over all devices together.
+        lr: learning rate.
+        history: one :class:`EpochStats` per epoch.
+        note: how the devices were used, when that needs saying.
+
+    Example:
+        >>> r = TrainResult(0.8512, 12.34561, ["cuda:0", "cuda:1"], 10, 60000, 10000, 512, 0.2)
+        >>> print(r.summary())
+        test acc 0.85, 12.3456 sec/epoch on [cuda:0, cuda:1]
+        60,000 training / 10,000 test images, batch 512, lr 0.2, 10 epochs
+    """
+
+    test_acc: float
+    sec_per_epoch: float
+    devices: list[str]
+    epochs: int
+    n_train: int
+    n_test: int
+    batch_size: int
+    lr: float
+    history: list[EpochStats] = field(default_factory=list)
+    note: str = ""
+
+    def summary(self) -> str:
+        """Two lines: accuracy, time and devices; then the amount of data and the settings."""
+        first = (
+            f"test acc {self.test_acc:.2f}, {format_seconds(self.sec_per_epoch)}/epoch "
+            f"on [{', '.join(self.devices)}]"
+        )
+        if self.note:
+            first += f" ({self.note})"
+        second = (
+            f"{self.n_train:,} training / {self.n_test:,} test images, "
+            f"batch {self.batch_size}, lr {self.lr:g}, {self.epochs} epoch"
+            + ("s" if self.epochs != 1 else "")
+        )
+        return f"{first}\n{second}"
+
+
+def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
+    """Minibatch SGD on summed losses (D2L's ``sgd``): ``p -= lr * p.grad / batch_size``.
+
+    Gradients are zeroed afterwards, as in D2L.
+
+    Example:
+        >>> w = torch.tensor([1.0], requires_grad=True)
+        >>> (3 * w).sum().backward()
+        >>> sgd([w], lr=0.1, batch_size=3)
+        >>> w
+        tensor([0.9000], requires_grad=True)
+    """
+    _check_lr(lr)
+    _check_positive(batch_size, "batch_size")
+    with torch.no_grad():
+        for param in params:
+            if param.grad is None:
+                raise ValueError("params must all have gradients: call backward() first")
+            param -= lr * param.grad / batch_size
+            param.grad.zero_()
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_positive(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return value
+
+
+def _check_lr(lr: object) -> float:
+    if isinstance(lr, bool) or not isinstance(lr, int | float):
+        raise TypeError(f"lr must be a number, got {type(lr).__name__}")
+    if not (lr > 0 and math.isfinite(lr)):
+        raise ValueError(f"lr must be a finite number > 0, got {lr}")
+    return float(lr)
+
+
+def _check_common(net: object, num_epochs: object, lr: object, init: object, seed: object) -> None:
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+    _check_positive(num_epochs, "num_epochs")
+    _check_lr(lr)
+    if init not in ("xavier", "normal", None):
+        raise ValueError(
+            f"init must be 'xavier', 'normal' or None (keep the weights), got {init!r}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+
+
+def _check_batches(data_iter: object, name: str) -> None:
+    if not isinstance(data_iter, Iterable) or isinstance(data_iter, torch.Tensor):
+        raise TypeError(f"{name} must be an iterable of (X, y) minibatches, e.g. a DataLoader")
+
+
+def _dataset_size(data_iter: Batches) -> int | None:
+    dataset = getattr(data_iter, "dataset", None)
+    try:
+        return len(dataset) if dataset is not None else None
+    except TypeError:
+        return None
+
+
+# --------------------------------------------------------------------------- one process
+
+
+def _fit(
+    model: nn.Module,
+    train_iter: Batches,
+    test_iter: Batches,
+    num_epochs: int,
+    lr: float,
+    device: torch.device,
+    plot: bool,
+) -> tuple[list[EpochStats], int, int]:
+    """Train ``model`` (a net or its DataParallel wrapper) with SGD; evaluate it on ``device``."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    loss = nn.CrossEntropyLoss()
+    animator = (
+        Animator(
+            xlabel="epoch", xlim=_xlim(num_epochs), legend=["train loss", "train acc", "test acc"]
+        )
+        if plot
+        else None
+    )
+    history: list[EpochStats] = []
+    n_train = n_test = 0
+    for epoch in range(num_epochs):
+        metric = Accumulator(3)
+        model.train()
+        timer = Timer()
+        for X, y in train_iter:
+            optimizer.zero_grad()
+            X, y = X.to(device), y.to(device)
+            y_hat = model(X)
+            batch_loss = loss(y_hat, y)
+            batch_loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                metric.add(batch_loss * X.shape[0], accuracy(y_hat, y), X.shape[0])
+        seconds = timer.stop()
+        if metric[2] == 0:
+            raise ValueError("train_iter yielded no examples")
+        test_acc = evaluate_accuracy_gpu(model, test_iter, device)
+        n_train = int(metric[2])
+        n_test = _dataset_size(test_iter) or n_test
+        stats = EpochStats(
+            epoch + 1, metric[0] / metric[2], metric[1] / metric[2], test_acc, seconds
+        )
+        history.append(stats)
+        if animator is not None:
+            animator.add(epoch + 1, (stats.train_loss, stats.train_acc, stats.test_acc))
+    if not n_test:
+        n_test = sum(len(y) for _, y in test_iter)
+    return history, n_train, n_test
+
+
+def _result(
+    history: list[EpochStats],
+    devices: list[str],
+    n_train: int,
+    n_test: int,
+    batch_size: int,
+    lr: float,
+    note: str = "",
+) -> TrainResult:
+    return TrainResult(
+        test_acc=history[-1].test_acc,
+        sec_per_epoch=sum(s.seconds for s in history) / len(history),
+        devices=devices,
+        epochs=len(history),
+        n_train=n_train,
+        n_test=n_test,
+        batch_size=batch_size,
+        lr=lr,
+        history=history,
+        note=note,
+    )
+
+
+def _xlim(num_epochs: int) -> list[float]:
+    # D2L's [1, num_epochs] is an empty range for one epoch, and matplotlib warns about it.
+    return [1, num_epochs] if num_epochs > 1 else [0.5, 1.5]
+
+
+def _batch_size(train_iter: Batches) -> int:
+    size = getattr(train_iter, "batch_size", None)
+    if isinstance(size, int):
+        return size
+    for X, _ in train_iter:
+        return len(X)
+    raise ValueError("train_iter yielded no examples")
+
+
+def train_ch6(
+    net: nn.Module,
+    train_iter: Batches,
+    test_iter: Batches,
+    num_epochs: int,
+    lr: float,
+    device: torch.device | str | None = None,
+    *,
+    init: str | None = "xavier",
+    seed: int = 0,
+    plot: bool = True,
+    verbose: bool = True,
+) -> TrainResult:
+    """Train ``net`` on one device with SGD and cross-entropy (D2L's ``train_ch6``).
+
+    As in D2L the weights are re-initialised first (Xavier), here from ``seed`` alone; the
+    curves are train loss, train accuracy and test accuracy, one point per epoch (D2L's five
+    points per epoch fail with fewer than five batches). The time per epoch waits for the
+    GPU (:class:`gpukit.timing.Timer`), where D2L's examples/sec reads the clock early.
+
+    Args:
+        net: the model; moved to ``device``.
+        train_iter, test_iter: ``(X, y)`` minibatches, e.g. from ``load_data_fashion_mnist``.
+        num_epochs: passes over ``train_iter``.
+        lr: learning rate.
+        device: where to train; ``None``: :func:`gpukit.devices.try_gpu`.
+        init: ``"xavier"`` (D2L), ``"normal"`` (std 0.01) or ``None`` to keep the weights.
+        seed: seeds the initialisation and torch's global generator.
+        plot: draw the curves with :class:`gpukit.plotting.Animator`.
+        verbose: print :meth:`TrainResult.summary`.
+
+    Example:
+        >>> from gpukit.models import lenet
+        >>> X, y = torch.rand(64, 1, 28, 28), torch.arange(64) % 10
+        >>> r = train_ch6(lenet(), [(X, y)], [(X, y)], 1, 0.1, "cpu", plot=False)
+        ... # doctest: +ELLIPSIS
+        test acc ..., ... sec/epoch on [cpu]
+        64 training / 64 test images, batch 64, lr 0.1, 1 epoch
+        >>> if torch.cuda.is_available():
+        ...     r = train_ch6(lenet(), [(X, y)], [(X, y)], 1, 0.1, "cuda:0", verbose=False)
+    """
+    _check_common(net, num_epochs, lr, init, seed)
+    _check_batches(train_iter, "train_iter")
+    _check_batches(test_iter, "test_iter")
+    if device is None:
+        device = try_gpu()
+    if not isinstance(device, str | torch.device):
+        raise TypeError(
+            f"device must be None, a str or a torch.device, got {type(device).__name__}"
+        )
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    if init is not None:
+        init_weights(net, init, seed=seed)
+    net.to(device)
+    history, n_train, n_test = _fit(net, train_iter, test_iter, num_epochs, lr, device, plot)
+    result = _result(history, [str(device)], n_train, n_test, _batch_size(train_iter), lr)
+    if verbose:
+        print(result.summary())
+    return result
+
+
+def train_data_parallel(
+    net: nn.Module,
+    train_iter: Batches,
+    test_iter: Batches,
+    num_epochs: int,
+    lr: float,
+    devices: Sequence[torch.device | str] | None = None,
+    *,
+    init: str | None = "normal",
+    seed: int = 0,
+    plot: bool = True,
+    verbose: bool = True,
+) -> TrainResult:
+    """Train ``net`` with ``nn.DataParallel`` over ``devices`` (D2L's concise multi-GPU ``train``).
+
+    D2L's ``train(net, num_gpus, batch_size, lr)`` loads the data itself; here the data
+    and devices are arguments. Each batch from ``train_iter`` is split over the GPUs, so
+    its size is the total batch (D2L: 256 on one GPU, 512 with lr 0.2 on two).
+
+    ``nn.DataParallel`` only spreads work over GPUs. Without CUDA it simply runs the network,
+    so D2L's line "on [cpu, cpu]" on a laptop reports a second device that never computed.
+    Here the summary lists the devices really used (``on [cpu]``) and says why.
+
+    Args:
+        net: the model.
+        train_iter, test_iter: ``(X, y)`` minibatches.
+        num_epochs: passes over ``train_iter``.
+        lr: learning rate.
+        devices: GPUs (CPUs in the list are left out, as ``nn.DataParallel`` cannot use
+            them); only CPUs: one CPU replica. ``None``: :func:`gpukit.devices.try_all_gpus`.
+        init: ``"normal"`` (std 0.01, D2L's choice here), ``"xavier"`` or ``None``.
+        seed: seeds the initialisation and torch's global generator.
+        plot: draw the curves with :class:`gpukit.plotting.Animator`.
+        verbose: print :meth:`TrainResult.summary`.
+
+    Example:
+        >>> from gpukit.models import lenet
+        >>> X, y = torch.rand(32, 1, 28, 28), torch.arange(32) % 10
+        >>> r = train_data_parallel(lenet(), [(X, y)], [(X, y)], 1, 0.1, ["cpu", "cpu"],
+        ...                         plot=False, verbose=False)
+        >>> r.devices, r.note
+        (['cpu'], 'nn.DataParallel needs GPUs: 1 CPU replica instead of 2 devices')
+        >>> if torch.cuda.device_count() >= 2:
+        ...     r = train_data_parallel(lenet(), [(X, y)], [(X, y)], 1, 0.1, ["cuda:0", "cuda:1"])
+    """
+    _check_common(net, num_epochs, lr, init, seed)
+    _check_batches(train_iter, "train_iter")
+    _check_batches(test_iter, "test_iter")
+    if devices is None:
+        devices = try_all_gpus()
+    if isinstance(devices, str | torch.device) or not isinstance(devices, Sequence) or not devices:
+        raise TypeError(
+            "devices must be a non-empty list of devices, e.g. [torch.device('cuda:0')]"
+        )
+    devs = [torch.device(d) for d in devices]
+    if any(d.type not in ("cpu", "cuda") for d in devs):
+        raise ValueError(f"devices must be GPUs or CPUs, got {[str(d) for d in devs]}")
+    gpus = [torch.device("cuda", d.index or 0) for d in devs if d.type == "cuda"]
+    if len(set(gpus)) != len(gpus):
+        raise ValueError(f"devices must not repeat a GPU, got {[str(d) for d in devs]}")
+    if gpus and max(d.index or 0 for d in gpus) >= torch.cuda.device_count():
+        raise ValueError(
+            f"devices {[str(d) for d in devs]} name a GPU this machine does not have "
+            f"({torch.cuda.device_count()} GPU(s))"
+        )
+    torch.manual_seed(seed)
+    if init is not None:
+        init_weights(net, init, seed=seed)
+    model: nn.Module
+    if gpus:
+        net.to(gpus[0])
+        model, used = nn.DataParallel(net, device_ids=gpus), gpus
+    else:
+        net.to("cpu")
+        model, used = net, [torch.device("cpu")]
+    note = ""
+    if gpus and len(gpus) < len(devs):
+        note = f"nn.DataParallel uses GPUs only: {len(gpus)} of the {len(devs)} devices"
+    elif not gpus and len(devs) > 1:
+        note = f"nn.DataParallel needs GPUs: 1 CPU replica instead of {len(devs)} devices"
+    history, n_train, n_test = _fit(model, train_iter, test_iter, num_epochs, lr, used[0], plot)
+    result = _result(
+        history, [str(d) for d in used], n_train, n_test, _batch_size(train_iter), lr, note
+    )
+    if verbose:
+        print(result.summary())
+    return result
+
+
+# --------------------------------------------------------------------------- DDP processes
+
+
+def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any] | None:
+    """One rank of :func:`train_ddp`; module-level so that spawned processes can import it."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    seed = config["seed"]
+    per_rank = config["batch_size"] // world_size
+    torch.manual_seed(seed)
+    device = rank_device()
+    net = pickle.loads(config["net"])
+    if config["init"] is not None:
+        init_weights(net, config["init"], seed=seed)
+    net.to(device)
+    model = DistributedDataParallel(
+        net, device_ids=[device.index] if device.type == "cuda" else None
+    )
+
+    train_iter, test_iter = load_data_fashion_mnist(
+        per_rank,
+        root=config["root"],
+        n_train=config["n_train"],
+        n_test=config["n_test"],
+        seed=seed,
+    )
+    dataset = train_iter.dataset
+    sampler = DistributedSampler(
+        dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed
+    )
+    loader = DataLoader(dataset, batch_size=per_rank, sampler=sampler)
+    optimizer = torch.optim.SGD(model.parameters(), lr=config["lr"])
+    loss = nn.CrossEntropyLoss()
+    history: list[EpochStats] = []
+    for epoch in range(config["num_epochs"]):
+        sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank
+        model.train()
+        totals = torch.zeros(3, dtype=torch.float64)
+        timer = Timer()
+        for X, y in loader:
+            X, y = X.to(device), y.to(device)
+            optimizer.zero_grad()
+            y_hat = model(X)
+            batch_loss = loss(y_hat, y)
+            batch_loss.backward()  # DDP averages the gradients over the ranks here
+            optimizer.step()
+            totals += torch.tensor(
+                [batch_loss.item() * len(y), accuracy(y_hat, y), len(y)], dtype=torch.float64
+            )
+        seconds = torch.tensor([timer.stop()], dtype=torch.float64)
+        # The epoch lasts as long as its slowest rank; the totals cover every rank's shard.
+        seconds_d, totals_d = seconds.to(device), totals.to(device)
+        dist.all_reduce(seconds_d, op=dist.ReduceOp.MAX)
+        dist.all_reduce(totals_d)
+        loss_sum, correct, count = totals_d.tolist()
+        test_acc = evaluate_accuracy_gpu(model.module, test_iter, device) if rank == 0 else 0.0
+        # Without this the other ranks would start the next epoch's clock while rank 0 is
+        # still evaluating, and count the wait as training time.
+        dist.barrier()
+        history.append(
+            EpochStats(epoch + 1, loss_sum / count, correct / count, test_acc, seconds_d.item())
+        )
+    if rank != 0:
+        return None
+    return {
+        "history": history,
+        "n_train": len(dataset),
+        "n_test": len(test_iter.dataset),
+        "state_dict": {k: v.cpu() for k, v in model.module.state_dict().items()},
+    }
+
+
+def train_ddp(
+    world_size: int,
+    num_epochs: int,
+    lr: float,
+    batch_size: int,
+    *,
+    net: nn.Module | None = None,
+    n_train: int | None = None,
+    n_test: int | None = None,
+    root: str | Path | None = None,
+    init: str | None = "normal",
+    seed: int = 0,
+    backend: str | None = None,
+    plot: bool = True,
+    verbose: bool = True,
+) -> TrainResult:
+    """Train on Fashion-MNIST with ``DistributedDataParallel`` in ``world_size`` processes.
+
+    Each rank loads Fashion-MNIST with :func:`gpukit.data.load_data_fashion_mnist`, reads
+    its own shard through a ``DistributedSampler`` and keeps a full copy of the network;
+    gradients are averaged over the ranks during ``backward``. Rank 0 measures the test
+    accuracy after each epoch. The processes use one GPU each (NCCL) when there are enough
+    GPUs, otherwise they are CPU processes talking through gloo, and the summary says so.
+
+    ``batch_size`` is the total over the ranks (each rank takes ``batch_size // world_size``),
+    so ``lr`` means what it means for :func:`train_data_parallel` with the same batch.
+
+    The processes train copies of ``net``; when they are done, rank 0's weights are loaded
+    back into ``net``, so that afterwards ``net`` is trained as with the other functions.
+    What the ranks print goes to the terminal of the Jupyter kernel, so the numbers are
+    sent back and printed here.
+
+    Args:
+        world_size: number of processes.
+        num_epochs: passes over the training set.
+        lr: learning rate.
+        batch_size: examples per step over all ranks; a multiple of ``world_size``.
+        net: the model, picklable and defined in an importable module (not in a notebook);
+            ``None``: ``resnet18(10)``.
+        n_train, n_test: use only the first examples (``None``: all).
+        root: folder of the Fashion-MNIST files (``None``: gpukit.data's search order).
+        init: ``"normal"`` (std 0.01), ``"xavier"`` or ``None`` to keep ``net``'s weights.
+        seed: seeds the initialisation, the generators and the shuffling.
+        backend: ``"nccl"``, ``"gloo"`` or ``None`` (NCCL when each rank can have a GPU).
+        plot: draw the curves, in the calling process, once training is done.
+        verbose: print :meth:`TrainResult.summary`.
+
+    Example:
+        >>> from gpukit.data import DataNotFoundError
+        >>> from gpukit.models import lenet
+        >>> try:
+        ...     r = train_ddp(2, 1, 0.1, 32, net=lenet(), n_train=64, n_test=32, plot=False)
+        ... except DataNotFoundError:
+        ...     pass  # no Fashion-MNIST here and no network: the error says how to get it
+        ... else:
+        ...     assert r.n_train == 64 and len(r.devices) == 2
+        ... # doctest: +ELLIPSIS
+        test acc ..., ... sec/epoch on [...] (DistributedDataParallel, 2 ... processes)
+        64 training / 32 test images, batch 32, lr 0.1, 1 epoch
+    """
+    if net is None:
+        net = resnet18(10)
+    _check_common(net, num_epochs, lr, init, seed)
+    _check_positive(world_size, "world_size")
+    _check_positive(batch_size, "batch_size")
+    if batch_size % world_size:
+        raise ValueError(
+            f"batch_size must be a multiple of world_size ({world_size}), got {batch_size}"
+        )
+    for name, value in (("n_train", n_train), ("n_test", n_test)):
+        if value is not None:
+            _check_positive(value, name)
+    if n_train is not None and n_train < world_size:
+        raise ValueError(f"n_train must be >= world_size ({world_size}), got {n_train}")
+    if root is not None and not isinstance(root, str | Path):
+        raise TypeError(f"root must be None, a str or a Path, got {type(root).__name__}")
+    foreign = sorted(
+        {type(m).__qualname__ for m in net.modules() if type(m).__module__ == "__main__"}
+    )
+    if foreign:
+        raise TypeError(
+            f"net must be built from classes of an importable module, but {foreign} are "
+            "defined in __main__ (a notebook or script), which the processes cannot import"
+        )
+    config = {
+        "net": pickle.dumps(copy.deepcopy(net).cpu()),
+        "num_epochs": num_epochs,
+        "lr": float(lr),
+        "batch_size": batch_size,
+        "n_train": n_train,
+        "n_test": n_test,
+        # Found (and if need be downloaded) here, once, so the ranks never write one file.
+        "root": str(find_fashion_mnist(root)),
+        "init": init,
+        "seed": seed,
+    }
+    if backend is None:
+        backend = choose_backend(world_size)
+    out = launch(_ddp_worker, world_size, config, backend=backend)[0]
+    net.load_state_dict(out["state_dict"])
+    history: list[EpochStats] = out["history"]
+    if backend == "nccl":
+        devices = [f"cuda:{i}" for i in range(world_size)]
+    else:
+        devices = ["cpu"] * world_size
+    note = f"DistributedDataParallel, {world_size} {backend} processes"
+    result = _result(history, devices, out["n_train"], out["n_test"], batch_size, float(lr), note)
+    if plot:
+        animator = Animator(
+            xlabel="epoch", xlim=_xlim(num_epochs), legend=["train loss", "train acc", "test acc"]
+        )
+        for s in history:
+            animator.add(s.epoch, (s.train_loss, s.train_acc, s.test_acc))
+    if verbose:
+        print(result.summary())
+    return result

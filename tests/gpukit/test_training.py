@@ -1,0 +1,258 @@
+"""Tests of gpukit.training: the loops on one device, nn.DataParallel and DDP processes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from gpukit.data import DataNotFoundError, find_fashion_mnist, load_data_fashion_mnist
+from gpukit.models import lenet
+from gpukit.profiles import PROFILES
+from gpukit.training import (
+    EpochStats,
+    TrainResult,
+    sgd,
+    train_ch6,
+    train_data_parallel,
+    train_ddp,
+)
+
+
+def _real_data_available() -> bool:
+    try:
+        find_fashion_mnist(download=False)
+    except DataNotFoundError:
+        return False
+    return True
+
+
+needs_data = pytest.mark.skipif(
+    not _real_data_available(), reason="Fashion-MNIST is not on this machine"
+)
+
+
+def _toy_batches(n: int = 40, batch: int = 8, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    X, y = torch.rand(n, 1, 28, 28, generator=g), torch.arange(n) % 10
+    return [(X[i : i + batch], y[i : i + batch]) for i in range(0, n, batch)]
+
+
+def _numbers(result: TrainResult) -> list[tuple[float, float, float]]:
+    """Everything a run computes except the times."""
+    return [(s.train_loss, s.train_acc, s.test_acc) for s in result.history]
+
+
+# ---------------------------------------------------------------- TrainResult and sgd
+
+
+def test_summary_names_devices_data_and_settings():
+    history = [EpochStats(1, 0.9, 0.6, 0.7, 2.0), EpochStats(2, 0.5, 0.8, 0.81, 3.0)]
+    result = TrainResult(0.81, 2.5, ["cpu"], 2, 2000, 1000, 16, 0.3, history, note="why")
+    assert result.summary() == (
+        "test acc 0.81, 2.5000 sec/epoch on [cpu] (why)\n"
+        "2,000 training / 1,000 test images, batch 16, lr 0.3, 2 epochs"
+    )
+    one = dataclasses.replace(result, epochs=1, note="")
+    assert one.summary().endswith("lr 0.3, 1 epoch") and "(" not in one.summary()
+
+
+def test_sgd_matches_d2l_and_zeroes_gradients():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    (w * torch.tensor([4.0, 8.0])).sum().backward()
+    sgd([w], lr=0.5, batch_size=4)
+    assert w.tolist() == [0.5, 1.0] and w.grad.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("lr", "batch_size", "error", "match"),
+    [
+        (0, 4, ValueError, "lr must be"),
+        (float("inf"), 4, ValueError, "lr must be"),
+        ("0.1", 4, TypeError, "lr must be"),
+        (0.1, 0, ValueError, "batch_size must be"),
+        (0.1, 2.0, TypeError, "batch_size must be"),
+    ],
+)
+def test_sgd_bad_arguments(lr, batch_size, error, match):
+    with pytest.raises(error, match=match):
+        sgd([torch.zeros(1, requires_grad=True)], lr, batch_size)
+
+
+def test_sgd_needs_gradients():
+    with pytest.raises(ValueError, match="gradients"):
+        sgd([torch.zeros(1, requires_grad=True)], 0.1, 1)
+
+
+# ---------------------------------------------------------------- one process, toy data
+
+
+def test_train_ch6_result_and_reproducibility(capsys):
+    batches = _toy_batches()
+    first = train_ch6(lenet(), batches, batches[:2], 2, 0.1, "cpu", plot=True)
+    printed = capsys.readouterr().out
+    assert printed.startswith("test acc ") and "sec/epoch on [cpu]" in printed
+    assert "40 training / 16 test images, batch 8, lr 0.1, 2 epochs" in printed
+    assert (first.epochs, first.n_train, first.n_test, first.batch_size) == (2, 40, 16, 8)
+    assert first.devices == ["cpu"] and len(first.history) == 2
+    assert first.test_acc == first.history[-1].test_acc
+    assert first.sec_per_epoch > 0
+    # Whatever the network held and whatever the global generator was, the run is the same.
+    torch.manual_seed(123)
+    again = train_ch6(lenet(), batches, batches[:2], 2, 0.1, "cpu", plot=False, verbose=False)
+    assert _numbers(again) == _numbers(first)
+
+
+def test_train_ch6_keeps_weights_when_init_is_none():
+    net = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+    with torch.no_grad():
+        net[1].weight.zero_()
+        net[1].bias.zero_()
+    # lr is tiny, so the weights stay close to the zeros they were given.
+    train_ch6(net, _toy_batches(), _toy_batches(), 1, 1e-6, "cpu", init=None, plot=False)
+    assert net[1].weight.abs().max() < 1e-5
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"net": "net"}, TypeError, "net must be"),
+        ({"train_iter": 5}, TypeError, "train_iter must be"),
+        ({"test_iter": torch.zeros(3)}, TypeError, "test_iter must be"),
+        ({"num_epochs": 0}, ValueError, "num_epochs must be >= 1"),
+        ({"lr": -0.1}, ValueError, "lr must be"),
+        ({"device": 7}, TypeError, "device must be"),
+        ({"init": "zeros"}, ValueError, "init must be"),
+        ({"seed": None}, TypeError, "seed must be"),
+    ],
+)
+def test_train_ch6_bad_arguments(change, error, match):
+    kwargs = {
+        "net": lenet(),
+        "train_iter": _toy_batches(),
+        "test_iter": _toy_batches(),
+        "num_epochs": 1,
+        "lr": 0.1,
+        "device": "cpu",
+        "plot": False,
+    }
+    with pytest.raises(error, match=match):
+        train_ch6(**{**kwargs, **change})
+
+
+def test_train_data_parallel_reports_the_devices_really_used(capsys):
+    result = train_data_parallel(
+        lenet(), _toy_batches(), _toy_batches(), 1, 0.1, ["cpu", "cpu"], plot=False
+    )
+    assert result.devices == ["cpu"]
+    assert result.note == "nn.DataParallel needs GPUs: 1 CPU replica instead of 2 devices"
+    assert "on [cpu] (nn.DataParallel needs GPUs" in capsys.readouterr().out
+    single = train_data_parallel(
+        lenet(), _toy_batches(), _toy_batches(), 1, 0.1, ["cpu"], plot=False, verbose=False
+    )
+    assert single.note == "" and _numbers(single) == _numbers(result)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="needs a GPU")
+def test_train_data_parallel_leaves_cpus_out():
+    result = train_data_parallel(
+        lenet(), _toy_batches(), _toy_batches(), 1, 0.1, ["cuda:0", "cpu"], plot=False
+    )
+    assert result.devices == ["cuda:0"]
+    assert result.note == "nn.DataParallel uses GPUs only: 1 of the 2 devices"
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_train_data_parallel_on_two_gpus():
+    result = train_data_parallel(
+        lenet(), _toy_batches(), _toy_batches(), 1, 0.1, ["cuda:0", "cuda:1"], plot=False
+    )
+    assert result.devices == ["cuda:0", "cuda:1"] and result.note == ""
+
+
+@pytest.mark.parametrize(
+    ("devices", "error", "match"),
+    [
+        ([], TypeError, "non-empty list"),
+        ("cpu", TypeError, "non-empty list"),
+        (["meta"], ValueError, "GPUs or CPUs"),
+        (["cuda:0", "cuda:0"], ValueError, "must not repeat a GPU"),
+        (["cuda:99"], ValueError, "does not have"),
+    ],
+)
+def test_train_data_parallel_bad_devices(devices, error, match):
+    with pytest.raises(error, match=match):
+        train_data_parallel(lenet(), _toy_batches(), _toy_batches(), 1, 0.1, devices)
+
+
+# ---------------------------------------------------------------- real Fashion-MNIST
+
+
+@needs_data
+def test_smoke_real_fashion_mnist_accuracy_rises_above_chance():
+    train_iter, test_iter = load_data_fashion_mnist(32, n_train=600, n_test=300)
+    result = train_ch6(lenet(), train_iter, test_iter, 2, 0.3, "cpu", plot=False)
+    assert (result.n_train, result.n_test) == (600, 300)
+    assert result.test_acc > 0.4  # chance is 0.1
+    train_iter, test_iter = load_data_fashion_mnist(32, n_train=600, n_test=300)
+    again = train_ch6(lenet(), train_iter, test_iter, 2, 0.3, "cpu", plot=False)
+    assert _numbers(again) == _numbers(result)
+
+
+@needs_data
+def test_quick_profile_lenet_gets_past_the_plateau():
+    # The from-scratch page's settings on a CPU: D2L's std-0.01 initialisation must leave
+    # chance level within the quick profile's few seconds.
+    work = PROFILES["quick"].lenet
+    train_iter, test_iter = load_data_fashion_mnist(
+        work.batch_size, n_train=work.n_train, n_test=work.n_test
+    )
+    result = train_data_parallel(
+        lenet(), train_iter, test_iter, work.epochs, work.lr, ["cpu"], init="normal", plot=False
+    )
+    assert result.test_acc > 0.3
+
+
+# ---------------------------------------------------------------- DDP in 2 gloo processes
+
+
+def test_train_ddp_two_gloo_processes(fake_fashion_mnist, capsys):
+    root = fake_fashion_mnist(n_train=48, n_test=20)
+    net = lenet()
+    before = net[0].weight.detach().clone()
+    result = train_ddp(2, 2, 0.1, 16, net=net, root=root, backend="gloo", init="xavier", plot=True)
+    printed = capsys.readouterr().out
+    assert "on [cpu, cpu] (DistributedDataParallel, 2 gloo processes)" in printed
+    assert "48 training / 20 test images, batch 16, lr 0.1, 2 epochs" in printed
+    assert result.devices == ["cpu", "cpu"] and len(result.history) == 2
+    assert all(0 <= s.test_acc <= 1 and s.seconds > 0 for s in result.history)
+    # The trained weights come back into the caller's net.
+    assert not torch.equal(net[0].weight, before)
+    assert net[0].weight.device.type == "cpu"
+
+
+class _MainModule(nn.Module):
+    def forward(self, X):
+        return X
+
+
+_MainModule.__module__ = "__main__"  # as if defined in a notebook
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "match"),
+    [
+        ((2, 1, 0.1, 15), {}, ValueError, "multiple of world_size"),
+        ((0, 1, 0.1, 16), {}, ValueError, "world_size must be >= 1"),
+        ((2, 1, 0.1, 16), {"n_train": 1}, ValueError, "n_train must be >= world_size"),
+        ((2, 1, 0.1, 16), {"root": 3}, TypeError, "root must be"),
+        ((2, 1, 0.1, 16), {"net": nn.Sequential(_MainModule())}, TypeError, "__main__"),
+        ((2, 0, 0.1, 16), {}, ValueError, "num_epochs"),
+    ],
+)
+def test_train_ddp_bad_arguments(args, kwargs, error, match):
+    kwargs.setdefault("net", lenet())
+    with pytest.raises(error, match=match):
+        train_ddp(*args, **kwargs)
