@@ -449,9 +449,17 @@ def ring_allreduce_demo(
         >>> [r["max_abs_diff"] < 1e-5 for r in results]
         [True, True]
     """
+    _check_world_size(world_size)
+    for name, value in (("rank", rank), ("numel", numel), ("repeats", repeats)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not 0 <= rank < world_size:
+        raise ValueError(
+            f"rank must be between 0 and world_size - 1 = {world_size - 1}, got {rank}"
+        )
     for name, value in (("numel", numel), ("repeats", repeats)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
     device = rank_device()
     x = torch.randn(numel, generator=torch.Generator().manual_seed(rank)).to(device)
 

@@ -125,6 +125,12 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
     """
     _check_lr(lr)
     _check_positive(batch_size, "batch_size")
+    if isinstance(params, torch.Tensor) or not isinstance(params, Iterable):
+        raise TypeError(f"params must be a list of tensors, got {type(params).__name__}")
+    params = list(params)
+    for i, param in enumerate(params):
+        if not isinstance(param, torch.Tensor):
+            raise TypeError(f"params[{i}] must be a torch.Tensor, got {type(param).__name__}")
     with torch.no_grad():
         for param in params:
             if param.grad is None:

@@ -211,12 +211,7 @@ def _build(value: object) -> object:
 
 # Cases that gpukit does not pass yet: known gaps, each to be fixed in gpukit and then removed
 # from here (strict: a case that starts passing fails until its entry is deleted).
-TODO = {
-    "ring_allreduce_demo-rank-TypeError": "gpukit.parallel: rank is not checked",
-    "ring_allreduce_demo-world_size-ValueError": "gpukit.parallel: world_size is not checked",
-    "sgd-params-TypeError": "gpukit.training: params is not checked (an int)",
-    "sgd-params-TypeError-2": "gpukit.training: params is not checked (a list of floats)",
-}
+TODO: dict[str, str] = {}
 
 
 def _params(cases: list[tuple]) -> list:

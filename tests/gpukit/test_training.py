@@ -81,6 +81,19 @@ def test_sgd_bad_arguments(lr, batch_size, error, match):
         sgd([torch.zeros(1, requires_grad=True)], lr, batch_size)
 
 
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        (3, "params must be a list"),
+        (torch.zeros(2), "params must be a list"),
+        ([1.0], r"params\[0\]"),
+    ],
+)
+def test_sgd_bad_params(params, match):
+    with pytest.raises(TypeError, match=match):
+        sgd(params, 0.1, 8)
+
+
 def test_sgd_needs_gradients():
     with pytest.raises(ValueError, match="gradients"):
         sgd([torch.zeros(1, requires_grad=True)], 0.1, 1)
