@@ -40,6 +40,7 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx_copybutton",
     "language_switch",
+    "cjk_linebreaks",  # a line break between Chinese characters is not a space
     "provenance",
     "bench_table",  # the About page shows `nox -s bench` of this machine
     "gpu_guard",

@@ -125,3 +125,10 @@ def test_each_language_offers_its_own_notebook_with_outputs(built: dict) -> None
         assert 'href="_notebooks/page.ipynb" download' in html
         assert f"/blob/notebooks/{lang}/page.ipynb" in html
         assert "notebook-links" not in build.page("index")  # nothing executed there
+
+
+def test_chinese_lines_join_without_a_space(built: dict) -> None:
+    html = built["zh"].page("page")
+    # A break between two Chinese characters vanishes; one next to a Latin word stays.
+    assert "这一段在源文件里分成了几行" in html
+    assert "PyTorch\n计算" in html

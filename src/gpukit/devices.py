@@ -19,6 +19,7 @@ __all__ = [
     "describe_devices",
     "describe_machine",
     "device_report",
+    "existing_device",
     "gpu",
     "hardware_signature",
     "num_gpus",
@@ -35,6 +36,37 @@ def _check_index(i: object) -> int:
     if i < 0:
         raise ValueError(f"i must be >= 0 (GPUs are numbered from 0), got {i}")
     return i
+
+
+def existing_device(device: object) -> torch.device:
+    """Check that ``device`` names the CPU or a GPU this machine has; return it as a device.
+
+    ``'cuda'`` becomes the current GPU with its index, so callers can compare devices.
+
+    Example:
+        >>> existing_device("cpu")
+        device(type='cpu')
+        >>> if num_gpus() > 0:
+        ...     assert existing_device("cuda").index is not None
+    """
+    if not isinstance(device, str | torch.device):
+        raise TypeError(
+            f"device must be a str such as 'cuda:0' or a torch.device, got {type(device).__name__}"
+        )
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device must name a device such as 'cpu' or 'cuda:0': {err}") from None
+    if dev.type == "cpu":
+        return cpu()
+    if dev.type != "cuda":
+        raise ValueError(f"device must be a CPU or a CUDA device, got {dev}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"device is {dev}, but CUDA is not available on this machine")
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    if index >= num_gpus():
+        raise ValueError(f"device is {dev}, but this machine has {num_gpus()} GPU(s)")
+    return gpu(index)
 
 
 def cpu() -> torch.device:

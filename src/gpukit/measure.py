@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gpukit.devices import try_gpu
+from gpukit.devices import existing_device, try_gpu
 from gpukit.timing import Timer, format_seconds
 
 __all__ = [
@@ -150,30 +150,8 @@ def _check_int(name: str, value: object, minimum: int = 1) -> int:
 
 
 def _check_device(device: object) -> torch.device:
-    """``None`` means :func:`gpukit.devices.try_gpu` (GPU 0, else the CPU); return a CPU/CUDA device."""
-    if device is None:
-        return try_gpu()
-    if not isinstance(device, str | torch.device):
-        raise TypeError(
-            "device must be None, a str such as 'cuda:0' or a torch.device, "
-            f"got {type(device).__name__}"
-        )
-    try:
-        dev = torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"device must name a device such as 'cpu' or 'cuda:0': {err}") from None
-    if dev.type == "cpu":
-        return torch.device("cpu")
-    if dev.type != "cuda":
-        raise ValueError(f"device must be a CPU or a CUDA device, got {dev}")
-    if not torch.cuda.is_available():
-        raise ValueError(f"device is {dev}, but CUDA is not available on this machine")
-    index = torch.cuda.current_device() if dev.index is None else dev.index
-    if index >= torch.cuda.device_count():
-        raise ValueError(
-            f"device is {dev}, but this machine has {torch.cuda.device_count()} GPU(s)"
-        )
-    return torch.device("cuda", index)
+    """``None`` means :func:`gpukit.devices.try_gpu` (GPU 0, else the CPU)."""
+    return try_gpu() if device is None else existing_device(device)
 
 
 def _check_dtype(dtype: object, device: torch.device) -> str:
@@ -388,7 +366,7 @@ def copy_bandwidth(
 def copy_bandwidths(
     nbytes: int, device: str | torch.device | None = None, *, repeats: int = 10
 ) -> list[Measurement]:
-    """Measure every copy that makes sense on ``device`` (see :func:`gpukit.measure.copy_bandwidth`).
+    """Measure every copy that makes sense on ``device`` (see :func:`copy_bandwidth`).
 
     On a GPU: host->device and device->host, each from pageable and from pinned memory, then
     device->device. On the CPU, which has no host<->device link: one host memory copy.

@@ -24,6 +24,8 @@ from types import TracebackType
 
 import torch
 
+from gpukit.devices import existing_device
+
 __all__ = ["Benchmark", "Timer", "format_seconds"]
 
 
@@ -55,29 +57,11 @@ def format_seconds(seconds: float) -> str:
 
 
 def _check_device(device: object) -> torch.device | None:
+    """``None`` or the CPU: wall-clock timing (returns None); a GPU: CUDA events on it."""
     if device is None:
         return None
-    if not isinstance(device, str | torch.device):
-        raise TypeError(
-            "device must be None, a str such as 'cuda:0' or a torch.device, "
-            f"got {type(device).__name__}"
-        )
-    try:
-        dev = torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"device must name a device such as 'cpu' or 'cuda:0': {err}") from None
-    if dev.type == "cpu":
-        return None
-    if dev.type != "cuda":
-        raise ValueError(f"device must be None, a CPU or a CUDA device, got {dev}")
-    if not torch.cuda.is_available():
-        raise ValueError(f"device is {dev}, but CUDA is not available on this machine")
-    index = torch.cuda.current_device() if dev.index is None else dev.index
-    if index >= torch.cuda.device_count():
-        raise ValueError(
-            f"device is {dev}, but this machine has {torch.cuda.device_count()} GPU(s)"
-        )
-    return torch.device("cuda", index)
+    dev = existing_device(device)
+    return None if dev.type == "cpu" else dev
 
 
 def _synchronize_all() -> None:

@@ -92,6 +92,8 @@ CASES = [
     ("replicas", (0,), {}, ValueError, "n"),
     ("describe_devices", ([],), {}, ValueError, "devices"),
     ("describe_devices", (["cpu"],), {}, TypeError, "devices"),
+    ("existing_device", (0,), {}, TypeError, "device"),
+    ("existing_device", ("meta",), {}, ValueError, "device"),
     # measure
     ("describe_device", (3,), {}, TypeError, "device"),
     ("describe_device", ("nodevice",), {}, ValueError, "device"),

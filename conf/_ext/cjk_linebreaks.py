@@ -1,0 +1,59 @@
+"""Join Chinese lines: a line break between two Chinese characters is not a space.
+
+Authors wrap long Chinese paragraphs in the source. Browsers (Chromium among them) render
+such a break as a space, which Chinese text never has between characters. This transform
+drops a line break whose neighbours are both CJK characters or CJK punctuation; a break next
+to a Latin word (``用 PyTorch\\n计算``) stays a space, as the author intended.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
+
+CJK = r"\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef"
+IS_CJK = re.compile(rf"[{CJK}]")
+BREAK_BETWEEN_CJK = re.compile(rf"(?<=[{CJK}])[ \t]*\n[ \t]*(?=[{CJK}])")
+CODE = (nodes.literal, nodes.literal_block, nodes.raw, nodes.math, nodes.math_block)
+
+
+def join_cjk_lines(text: str) -> str:
+    """``'中文\\n段落'`` -> ``'中文段落'``; ``'PyTorch\\n计算'`` keeps its break."""
+    return BREAK_BETWEEN_CJK.sub("", text)
+
+
+def _cjk_at(node: nodes.Node | None, end: int) -> bool:
+    text = node.astext() if node is not None else ""
+    return bool(text) and bool(IS_CJK.match(text[end]))
+
+
+class JoinCJKLines(SphinxTransform):
+    default_priority = 900
+
+    def apply(self, **kwargs: Any) -> None:
+        if not self.config.language.startswith("zh"):
+            return
+        for text in list(self.document.findall(nodes.Text)):
+            parent = text.parent
+            if parent is None or isinstance(parent, CODE) or "\n" not in text:
+                continue
+            if not text.strip():
+                # MyST makes each soft line break a Text node of its own.
+                at = parent.index(text)
+                before = parent[at - 1] if at > 0 else None
+                after = parent[at + 1] if at + 1 < len(parent) else None
+                if _cjk_at(before, -1) and _cjk_at(after, 0):
+                    parent.remove(text)
+                continue
+            joined = join_cjk_lines(str(text))
+            if joined != text:
+                parent.replace(text, nodes.Text(joined))
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_transform(JoinCJKLines)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
