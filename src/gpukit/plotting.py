@@ -358,7 +358,14 @@ class Animator:
         """
         buffer = io.StringIO()
         with matplotlib.rc_context({**_SVG_RC, "font.sans-serif": _FONTS}):
-            self.fig.savefig(buffer, format="svg", metadata=_NO_METADATA, facecolor="white")
+            # A tight box keeps the axis labels inside the picture.
+            self.fig.savefig(
+                buffer,
+                format="svg",
+                metadata=_NO_METADATA,
+                facecolor="white",
+                bbox_inches="tight",
+            )
         return _compact_svg(buffer.getvalue())
 
     def _show(self) -> None:

@@ -155,7 +155,9 @@ def test_svg_is_valid_with_every_reference_defined(svg):
 
 def test_svg_background_is_opaque_white(svg):
     first_shape = re.search(r"<path [^>]*/>", svg).group(0)
-    assert 'd="M0 180L252 180L252 0L0 0z"' in first_shape  # the whole 252 x 180 pt figure
+    width, height = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups()
+    w, h = round(float(width)), round(float(height))
+    assert f'd="M0 {h}L{w} {h}L{w} 0L0 0z"' in first_shape  # covers the whole figure
     assert "fill: #ffffff" in first_shape and "opacity" not in first_shape
 
 
