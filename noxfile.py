@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tomllib
 from pathlib import Path
 
 import nox
@@ -21,6 +23,12 @@ PROFILES = ("quick", "full")
 def install(session: nox.Session, *extras: str) -> None:
     """Install gpukit (editable, so pages see the working tree) with the given extras."""
     session.install("-e", f".[{','.join(extras)}]" if extras else ".")
+
+
+def install_extras_only(session: nox.Session, *extras: str) -> None:
+    """Install the given extras of pyproject.toml without gpukit itself (and so without torch)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    session.install(*(req for extra in extras for req in project["optional-dependencies"][extra]))
 
 
 def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -66,6 +74,9 @@ def docs(session: nox.Session) -> None:
     for lang in LANGUAGES:
         sphinx_build(session, lang, "html", *args, env=env)
     shutil.copyfile(ROOT / "conf" / "root_index.html", BUILD / "html" / "index.html")
+    # myst-nb's scratch copies of the notebooks, without outputs and shared by both languages;
+    # each language publishes its own, with outputs, in <lang>/_notebooks.
+    shutil.rmtree(BUILD / "html" / "jupyter_execute", ignore_errors=True)
     session.log(f"Open {BUILD / 'html' / 'index.html'}")
 
 
@@ -76,16 +87,10 @@ def browser(session: nox.Session) -> None:
     Serves docs/_build/html (or $GPUKIT_SITE) on 127.0.0.1; screenshots land in
     docs/_build/screenshots. Needs no torch: only the test and browser extras are installed.
     """
-    import os
-    import tomllib
-
     site = Path(os.environ.get("GPUKIT_SITE", BUILD / "html"))
     if not (site / "en" / "index.html").is_file() or not (site / "zh" / "index.html").is_file():
         session.error(f"no built site in {site}: run `nox -s docs` first")
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-        "optional-dependencies"
-    ]
-    session.install(*extras["test"], *extras["browser"])
+    install_extras_only(session, "test", "browser")
     session.run("pytest", "tests/browser", "-p", "no:cacheprovider", *session.posargs)
 
 
@@ -145,10 +150,8 @@ def workflows(session: nox.Session) -> None:
 
     The same test runs in ``nox -s tests``; this session skips installing gpukit.
     """
-    import tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    session.install("pyyaml", *project["optional-dependencies"]["test"])
+    session.install("pyyaml")
+    install_extras_only(session, "test")
     session.run("pytest", "tests/test_workflows.py", "-p", "no:cacheprovider", *session.posargs)
 
 

@@ -28,8 +28,9 @@ IGNORED = shutil.ignore_patterns(
 )
 LANGUAGES = ("en", "zh")  # the order of nox -s docs: English first fills the shared cache
 
-# myst-nb logs one such line for every notebook it executes (not for one taken from the cache).
-EXECUTING = re.compile(r"Executing notebook using")
+# myst-nb logs one such line for every notebook it executes (not for one taken from the cache);
+# the indented copies in the "Last Messages" of a crash report are not counted again.
+EXECUTING = re.compile(r"^(?!\s).*Executing notebook using", re.MULTILINE)
 # Sphinx names each document it reads ("reading sources... [ 50%] about").
 READING = re.compile(r"reading sources\.\.\. \[\s*\d+%\] ([^\s\x1b]+)")
 PROSE_EDIT = "\nThis sentence was added by `nox -s bench`: an edit of the prose only.\n"
@@ -65,6 +66,7 @@ FAILURE = re.compile(r"WARNING: |\w(?:Error|Exception): |^Exception occurred")
 def failure_summary(log: str, most: int = 3) -> str:
     """The first few distinct error lines of a failed build's log, on one line."""
     found = [line.strip()[:200] for line in log.splitlines() if FAILURE.search(line)]
+    found.sort(key=lambda line: "WARNING: " not in line)  # Sphinx's own messages first
     return " / ".join(list(dict.fromkeys(found))[:most]) or (
         "sphinx-build failed (no error line in its log)"
     )
@@ -146,7 +148,10 @@ class Builder:
             )
             seconds = time.perf_counter() - start
         log = log_path.read_text(encoding="utf-8", errors="replace")
-        error = None if done.returncode == 0 else f"{failure_summary(log)} (log: {log_path.name})"
+        error = None
+        if done.returncode != 0:  # paths in the temporary copy, shown relative to it
+            summary = failure_summary(log.replace(f"{self.tree}{os.sep}", ""))
+            error = f"{summary} (log: {log_path.name})"
         return LangRun(lang, seconds, count_executed(log), documents_read(log), error)
 
     def step(self, label: str, langs: tuple[str, ...] = LANGUAGES) -> dict[str, Any]:

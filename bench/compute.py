@@ -65,12 +65,17 @@ def _record(m: Measurement, **fields: Any) -> dict[str, Any]:
 
 
 def matmuls(device: torch.device, repeats: int) -> list[dict[str, Any]]:
-    """Matmul throughput of every number format the device has, at a few sizes."""
+    """Matmul throughput of every number format the device has, at a few sizes.
+
+    ``repeats`` products are timed at the largest size, more at smaller ones (4 times as many
+    at half the size), so that no timing is too short to be read reliably.
+    """
     sizes = GPU_MATMUL_SIZES if device.type == "cuda" else CPU_MATMUL_SIZES
     out = []
     for dtype in matmul_dtypes(device):
         for n in sizes:
-            m = matmul_throughput(n, device, dtype=dtype, repeats=repeats)
+            count = repeats * (sizes[-1] // n) ** 2
+            m = matmul_throughput(n, device, dtype=dtype, repeats=count)
             out.append(_record(m, kind="matmul", dtype=dtype, n=n))
     return out
 
@@ -110,6 +115,8 @@ def _training_run(world_size: int, work: gpukit.Workload) -> dict[str, Any]:
     return {
         "processes": world_size,
         "backend": backend,
+        # gpukit.launch gives each gloo process an equal share of the cores.
+        "threads": None if backend == "nccl" else max(1, (os.cpu_count() or 1) // world_size),
         "devices": result.devices,
         "note": result.note,
         # The median, not the mean: on a GPU the first epoch also pays for warming up.

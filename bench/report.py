@@ -220,8 +220,10 @@ def fmt_seconds(seconds: float | None) -> str:
     return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
 
 
-def fmt_duration(seconds: float) -> str:
+def fmt_duration(seconds: float, lang: str = "en") -> str:
     minutes, rest = divmod(round(seconds), 60)
+    if lang == "zh":
+        return f"{minutes} 分 {rest:02d} 秒" if minutes else f"{rest} 秒"
     return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
 
 
@@ -308,6 +310,8 @@ TEXT: dict[str, dict[str, str]] = {
         "sec_epoch": "Sec/epoch",
         "speedup": "Speed-up",
         "test_acc": "Test acc",
+        "threads": "{devices} ({n} thread{s}{each})",
+        "each": " each",
         "run-one-gloo": "1 process (CPU)",
         "run-one-nccl": "1 GPU, 1 process",
         "run-many-gloo": "DDP, {n} gloo processes (CPU stand-ins for GPUs)",
@@ -388,6 +392,9 @@ TEXT: dict[str, dict[str, str]] = {
         "sec_epoch": "每轮秒数",
         "speedup": "加速比",
         "test_acc": "测试精度",
+        "threads": "{devices}（{each}{n} 个线程）",
+        "each": "每个进程 ",
+        "cpu_only": "仅 CPU，{cores} 核",
         "run-one-gloo": "1 个进程（CPU）",
         "run-one-nccl": "1 块 GPU，1 个进程",
         "run-many-gloo": "DDP，{n} 个 gloo 进程（CPU 代替 GPU）",
@@ -518,10 +525,18 @@ def _training_lines(training: dict[str, Any], text: dict[str, str]) -> list[str]
     rows = []
     for run in training["runs"]:
         kind = "one" if run["processes"] == 1 else "many"
+        devices = ", ".join(run["devices"])
+        if run.get("threads"):
+            devices = text["threads"].format(
+                devices=devices,
+                n=run["threads"],
+                s="s" if run["threads"] != 1 else "",
+                each=text["each"] if run["processes"] > 1 else "",
+            )
         rows.append(
             [
                 text[f"run-{kind}-{run['backend']}"].format(n=run["processes"]),
-                ", ".join(run["devices"]),
+                devices,
                 _workload(run, text),
                 fmt_seconds(run["sec_per_epoch"]),
                 "—" if run.get("speedup") is None else f"{run['speedup']:.2f}×",
@@ -574,14 +589,17 @@ def render_markdown(record: dict[str, Any], lang: str = "en") -> str:
     start = load.get("start", [0.0])[0]
     end = load.get("end", [0.0])[0]
     cores = machine.get("cpu_count", 1)
+    description = machine["description"]
+    if machine.get("hardware_signature") == "cpu" and "cpu_only" in text:
+        description = text["cpu_only"].format(cores=cores)
     lines = [
         text["intro"].format(
-            machine=machine["description"],
+            machine=description,
             cpu=machine["cpu"],
             torch=machine["torch"],
             profile=machine["profile"],
             date=machine["date"],
-            run_time=fmt_duration(record.get("run_seconds", 0)),
+            run_time=fmt_duration(record.get("run_seconds", 0), lang),
             load_start=f"{start:.2f}",
             load_end=f"{end:.2f}",
             cores=cores,

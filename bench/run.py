@@ -75,7 +75,7 @@ def measure(args: argparse.Namespace) -> dict:
         device = gpukit.try_gpu()
         log(f"compute: matmul and copies on {device}")
         record["compute"] = {
-            "matmul": compute.matmuls(device, profile.hw_matmul_repeats),
+            "matmul": compute.matmuls(device, profile.hw_matmul_repeats),  # at the largest size
             "copy": compute.copies(device, profile.hw_copy_mib, profile.hw_copy_repeats),
         }
         runs = compute.training(profile, log=log)

@@ -47,16 +47,16 @@ def cpu_runs() -> list[dict]:
     common = {"n_train": 256, "n_test": 256, "epochs": 1, "devices": ["cpu"]}
     return [
         {**common, "processes": 1, "backend": "gloo", "sec_per_epoch": 4.0, "test_acc": 0.12,
-         "batch_size": 32, "lr": 0.05},
+         "batch_size": 32, "lr": 0.05, "threads": 2},
         {**common, "processes": 2, "backend": "gloo", "sec_per_epoch": 5.0, "test_acc": 0.11,
-         "batch_size": 64, "lr": 0.1, "devices": ["cpu", "cpu"]},
+         "batch_size": 64, "lr": 0.1, "devices": ["cpu", "cpu"], "threads": 1},
     ]  # fmt: skip
 
 
 def gpu_runs(speedup: float, acc_two: float, processes: int = 2) -> list[dict]:
     runs = copy.deepcopy(cpu_runs())
     for run in runs:
-        run["backend"] = "nccl"
+        run["backend"], run["threads"] = "nccl", None
     runs[1]["processes"] = processes
     runs[0]["test_acc"] = 0.90
     runs[1]["test_acc"] = acc_two
@@ -246,7 +246,13 @@ def test_markdown_tables_in_english() -> None:
     assert "| Largest plot SVG | 120.3 kB (`plot.svg`) | 120.3 kB (`plot.svg`) |" in rows
     assert "| fp32 matmul 256×256 | cpu (2 threads) | 20.1 GFLOP/s | — |" in rows
     assert any("host memory copy, 64 MiB (no GPU: no host ↔ device link)" in r for r in rows)
-    assert any(r.startswith("| DDP, 2 gloo processes (CPU stand-ins for GPUs) |") for r in rows)
+    assert any(
+        r.startswith(
+            "| DDP, 2 gloo processes (CPU stand-ins for GPUs) | cpu, cpu (1 thread each) |"
+        )
+        for r in rows
+    )
+    assert any(r.startswith("| 1 process (CPU) | cpu (2 threads) |") for r in rows)
     assert any("D2L's published run: 1 GPU" in r and "12.2 s" in r and "0.91" in r for r in rows)
     assert any(
         "D2L's published run: 2 GPUs" in r and "7.50 s" in r and "0.67–0.73" in r for r in rows
@@ -264,6 +270,9 @@ def test_markdown_tables_in_english() -> None:
 def test_markdown_tables_in_chinese() -> None:
     text = report.render_markdown(record(), "zh")
     assert "冷构建，zh" in text and "不适用：没有 GPU" in text and "D2L 公布的结果" in text
+    assert (
+        "仅 CPU，2 核" in text and "10 分 12 秒" in text and "cpu, cpu（每个进程 1 个线程）" in text
+    )
     assert "Cold build" not in text
     with pytest.raises(ValueError, match="lang"):
         report.render_markdown(record(), "fr")
@@ -295,7 +304,7 @@ def test_markdown_of_a_failed_build() -> None:
 # -- The build steps ------------------------------------------------------------------------
 LOG = """\
 reading sources... [ 50%] about
-Executing notebook using local CWD [mystnb]: /tmp/x/docs/en/use-gpu.md
+/tmp/x/docs/en/use-gpu.md: Executing notebook using local CWD [mystnb]
 reading sources... [100%] use-gpu
 Executed notebook in 12.34 seconds [mystnb]
 Executing notebook failed: CellExecutionError [mystnb]
@@ -305,6 +314,7 @@ Executing notebook failed: CellExecutionError [mystnb]
 def test_failure_summary() -> None:
     log = (
         "[IPKernelApp] WARNING | Kernel is running over TCP without encryption.\n"
+        "zmq.error.ZMQError: Socket operation on non-socket\n"
         "/x/en/multiple-gpus.md: WARNING: Executing notebook failed: CellTimeoutError\n"
         "nbclient.exceptions.CellTimeoutError: A cell timed out while it was being executed\n"
     )
@@ -318,6 +328,8 @@ def test_failure_summary() -> None:
 def test_log_parsing() -> None:
     assert count_executed(LOG) == 1
     assert count_executed("Using cached notebook: ID=3 [mystnb]") == 0
+    # A crash report repeats the last messages, indented: not another execution.
+    assert count_executed(LOG + "    /x/en/a.md: Executing notebook using local CWD [mystnb]") == 1
     assert documents_read(LOG) == ["about", "use-gpu"]
     assert documents_read("\x1b[2Kreading sources... [ 33%] \x1b[32mapi\x1b[39;49;00m") == []
 
