@@ -139,7 +139,7 @@ def doctest(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff: lint and formatting."""
-    session.install("ruff")
+    install_extras_only(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
