@@ -18,6 +18,9 @@ import torch
 import gpukit
 from gpukit.measure import Measurement, copy_bandwidths, matmul_dtypes, matmul_throughput
 
+#: Environment variables that change how fast the CPU work runs: recorded when set.
+THREADING_VARS = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "MKL_NUM_THREADS", "GPUKIT_PROFILE")
+
 #: Matrix sizes: on a GPU in TFLOP/s, on a CPU (fp32 only) in GFLOP/s.
 GPU_MATMUL_SIZES = (2048, 4096, 8192)
 CPU_MATMUL_SIZES = (256, 512, 1024)
@@ -47,6 +50,7 @@ def machine(profile: gpukit.Profile) -> dict[str, Any]:
         "profile": profile.name,
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "load_average": {"start": load_average()},
+        "environment": {name: os.environ[name] for name in THREADING_VARS if name in os.environ},
     }
 
 

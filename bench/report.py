@@ -247,8 +247,9 @@ TEXT: dict[str, dict[str, str]] = {
         "intro": (
             "Measured on **{machine}** ({cpu}), PyTorch {torch}, profile `{profile}`, "
             "{date}, by `nox -s bench` in {run_time}. Load average (1 min) {load_start} at the "
-            "start and {load_end} at the end on {cores} cores{noisy}."
+            "start and {load_end} at the end on {cores} cores{noisy}.{environment}"
         ),
+        "environment": " Environment: {vars}.",
         "noisy": ": the machine was busy with other work, so the times are noisy",
         "build_head": (
             "**Build cost.** Each step runs `sphinx-build` with the arguments of `nox -s docs`, "
@@ -332,9 +333,10 @@ TEXT: dict[str, dict[str, str]] = {
         "intro": (
             "测量于 **{machine}**（{cpu}），PyTorch {torch}，`{profile}` 配置，{date}，"
             "由 `nox -s bench` 运行，用时 {run_time}。{cores} 个核心上的 1 分钟平均负载：开始时 "
-            "{load_start}，结束时 {load_end}{noisy}。"
+            "{load_start}，结束时 {load_end}{noisy}。{environment}"
         ),
-        "noisy": "：机器同时在做别的工作，因此时间有噪声",
+        "environment": "环境变量：{vars}。",
+        "noisy": "；机器同时在做别的工作，因此时间有噪声",
         "build_head": (
             "**构建开销。** 每一步都用 `nox -s docs` 的参数运行 `sphinx-build`，"
             "在源码树的临时副本上、从空的执行缓存开始。修改的是执行最快的页面，两种语言都改。"
@@ -604,6 +606,11 @@ def render_markdown(record: dict[str, Any], lang: str = "en") -> str:
             load_end=f"{end:.2f}",
             cores=cores,
             noisy=text["noisy"] if max(start, end) > cores else "",
+            environment=text["environment"].format(
+                vars=", ".join(f"`{k}={v}`" for k, v in machine["environment"].items())
+            )
+            if machine.get("environment")
+            else "",
         )
     ]
     parts = [

@@ -60,6 +60,15 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(torch|numpy|np|matplotlib|collections|os|pathlib|time|typing)\..*"),
 ]
 autodoc_member_order = "bysource"
+# The docstrings' examples run with every public name of gpukit in scope, as under pytest.
+doctest_global_setup = """
+from pathlib import Path
+import matplotlib
+import torch
+from torch import nn
+import gpukit
+from gpukit import *
+"""
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
 
 # -- Execution ------------------------------------------------------------------------------
@@ -82,6 +91,7 @@ nb_merge_streams = True
 # -- HTML (furo) ----------------------------------------------------------------------------
 html_theme = "furo"
 html_css_files = ["gpukit.css"]
+html_search_scorer = str(CONF_DIR / "_static" / "search_scorer.js")
 html_js_files = ["gpukit.js"]  # scrollable code blocks become keyboard-focusable
 html_sidebars = {
     "**": [

@@ -260,6 +260,10 @@ def test_markdown_tables_in_english() -> None:
     assert "not applicable: no GPUs" in text
     assert "the machine was busy" in text  # load above the core count
     assert "10 min 12 s" in text
+    assert "Environment:" not in text
+    with_env = record()
+    with_env["machine"]["environment"] = {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert "Environment: `OMP_WAIT_POLICY=PASSIVE`." in report.render_markdown(with_env, "en")
     # Every table row has as many cells as its header.
     for block in text.split("\n\n"):
         rows = table_rows(block)

@@ -199,9 +199,11 @@ PROFILES: dict[str, Profile] = {
         # (test accuracy 0.66-0.73 after these 750 steps, with one replica or two and for
         # several seeds; with fewer steps it may stay at 0.1, with lr 0.4 it may fall back).
         # ResNet-18 costs ~27 ms of one core per training image (~60 images/s on 2 quiet
-        # cores), and the concise page trains it three times (1 replica, DataParallel, 2 DDP
-        # processes): 512 images x 2 epochs each, ~75 s for the page. Two epochs, so that
-        # the curves are lines; 64 steps of 16 reach a test accuracy of only about 0.3.
+        # cores); the concise page trains it three times (one device, DataParallel with twice
+        # the batch, 2 DDP processes), ~115 CPU-seconds in all, ~75 s on 2 quiet cores. Two
+        # epochs, so that the curves are lines. One device: 64 steps, test acc 0.63; the
+        # two-device runs make 32 steps, too few for batch norm's running averages, and
+        # evaluate near chance (the page shows and explains this).
         lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.25, name="LeNet"),
         resnet=Workload(512, 256, epochs=2, batch_size=16, lr=0.05, name="ResNet-18"),
     ),
