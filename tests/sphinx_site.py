@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import runpy
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -63,3 +66,19 @@ def sphinx_build(
         env={**os.environ, **(env or {})},
     )
     return Build(done.returncode, done.stdout + done.stderr, out / "html" / lang)
+
+
+class _Tags:
+    def __init__(self, *names: str) -> None:
+        self.names = set(names)
+
+    def has(self, name: str) -> bool:
+        return name in self.names
+
+
+def load_conf(monkeypatch: pytest.MonkeyPatch, profile: str) -> dict:
+    """Run conf/conf.py as Sphinx does; environment changes it makes are undone afterwards."""
+    monkeypatch.setenv("GPUKIT_PROFILE", profile)
+    monkeypatch.delenv("IPYTHONDIR", raising=False)
+    monkeypatch.syspath_prepend(str(ROOT / "conf" / "_ext"))
+    return runpy.run_path(str(ROOT / "conf" / "conf.py"), init_globals={"tags": _Tags("en")})

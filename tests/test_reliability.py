@@ -14,7 +14,6 @@ import gzip
 import json
 import os
 import re
-import runpy
 import shutil
 import signal
 import struct
@@ -28,7 +27,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sphinx_site import ROOT, Build, copy_fixture_site, sphinx_build, sphinx_command
+from sphinx_site import (
+    ROOT,
+    Build,
+    copy_fixture_site,
+    load_conf,
+    sphinx_build,
+    sphinx_command,
+)
 
 sys.path.insert(0, str(ROOT / "conf" / "_ext"))
 
@@ -213,22 +219,6 @@ def test_hanging_cell_is_stopped_by_the_timeout_and_fails_the_build(tmp_path: Pa
     assert "page.md" in build.log
     assert "CellTimeoutError" in build.log
     assert "time.sleep(600)" in build.log  # the cell that hung
-
-
-class _Tags:
-    def __init__(self, *names: str) -> None:
-        self.names = set(names)
-
-    def has(self, name: str) -> bool:
-        return name in self.names
-
-
-def load_conf(monkeypatch: pytest.MonkeyPatch, profile: str) -> dict:
-    """Run conf/conf.py as Sphinx does; environment changes it makes are undone afterwards."""
-    monkeypatch.setenv("GPUKIT_PROFILE", profile)
-    monkeypatch.delenv("IPYTHONDIR", raising=False)
-    monkeypatch.syspath_prepend(str(ROOT / "conf" / "_ext"))
-    return runpy.run_path(str(ROOT / "conf" / "conf.py"), init_globals={"tags": _Tags("en")})
 
 
 @pytest.mark.parametrize("profile", ["quick", "full"])

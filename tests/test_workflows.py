@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sphinx_site import load_conf
 
 ROOT = Path(__file__).resolve().parent.parent
 GITHUB = ROOT / ".github"
@@ -252,6 +253,9 @@ def test_permissions_are_least_privilege() -> None:
             granted = job.get("permissions", {})
             if name == "deploy":
                 assert granted == {"pages": "write", "id-token": "write"}, (path.name, name)
+            elif name == "notebooks":
+                assert granted == {"contents": "write"}, (path.name, name)
+                assert "checkout" not in str(job["steps"]), "no code of the branch runs here"
             else:
                 assert granted == {}, (path.name, name)
 
@@ -274,3 +278,76 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     assert "nox -s docs -- --profile full --require-gpus" in commands
     cached = [step["with"]["path"] for step in build["steps"] if "/cache/" in step.get("uses", "")]
     assert cached == ["docs/_build/.jupyter_cache"] * 2, cached
+
+
+def named_step(job: dict, prefix: str) -> dict:
+    return next(step for step in job["steps"] if step.get("name", "").startswith(prefix))
+
+
+def run_step(step: dict, cwd: Path, env: dict[str, str]) -> None:
+    """Run a step's script as GitHub Actions runs it (bash -e -o pipefail)."""
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        cwd=cwd / step.get("working-directory", "."),
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"{step['name']}:\n{done.stdout}{done.stderr}"
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_colab_links_open_the_notebooks_the_gpu_workflow_publishes(monkeypatch, tmp_path) -> None:
+    """Run the workflow's own scripts on a small build, pushing to a local bare repository,
+    and open each notebook at the path of the site's "Open in Colab" link."""
+    workflow = load(GITHUB / "workflows" / "gpu-site.yml")
+    build, publish = workflow["jobs"]["build"], workflow["jobs"]["notebooks"]
+    assert publish["needs"] == "build" and "refs/heads/main" in publish["if"]
+    upload = named_step(build, "Upload the notebooks")
+    download = named_step(publish, "Download the notebooks")
+    assert upload["with"]["name"] == download["with"]["name"]
+
+    built = {(lang, page): f'{{"lang": "{lang}", "page": "{page}"}}' for lang in ("en", "zh")
+             for page in ("use-gpu", "hardware")}
+    runner = tmp_path / "gpu-runner"
+    for (lang, page), text in built.items():
+        notebook = runner / "docs/_build/html" / lang / "_notebooks" / f"{page}.ipynb"
+        notebook.parent.mkdir(parents=True, exist_ok=True)
+        notebook.write_text(text)
+    run_step(named_step(build, "Collect the notebooks"), runner, {})
+    hosted = tmp_path / "hosted-runner"
+    shutil.copytree(runner / upload["with"]["path"], hosted / download["with"]["path"])
+
+    colab_url = load_conf(monkeypatch, "full")["notebooks_colab_url"]
+    repository, branch_path = re.fullmatch(
+        r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/(.+)", colab_url
+    ).groups()
+    branch = branch_path.split("/", 1)[0]
+    remote = tmp_path / "github" / f"{repository}.git"
+    git("init", "--quiet", "--bare", str(remote))
+    env = {
+        "GH_TOKEN": "token-of-the-run",
+        "SOURCE_SHA": "0123abc",
+        "GITHUB_SERVER_URL": f"file://{tmp_path / 'github'}",
+        "GITHUB_REPOSITORY": repository,
+    }
+    push = named_step(publish, "Push them to the branch")
+    run_step(push, hosted, env)
+    # The next deployment, on a fresh runner, replaces the branch.
+    built["zh", "hardware"] = '{"lang": "zh", "page": "hardware", "edited": true}'
+    next_hosted = tmp_path / "next-hosted-runner"
+    notebooks = next_hosted / download["with"]["path"]
+    shutil.copytree(runner / upload["with"]["path"], notebooks)
+    (notebooks / "zh" / "hardware.ipynb").write_text(built["zh", "hardware"])
+    run_step(push, next_hosted, env)
+
+    assert git("--git-dir", str(remote), "rev-list", "--count", branch).strip() == "1"
+    for (lang, page), text in built.items():
+        path = colab_url.format(lang=lang, page=page).split(f"/blob/{branch}/", 1)[1]
+        assert git("--git-dir", str(remote), "show", f"{branch}:{path}") == text
+    readme = git("--git-dir", str(remote), "show", f"{branch}:README.md")
+    assert "0123abc" in readme and "do not edit" in readme
