@@ -12,6 +12,7 @@ from pathlib import Path
 CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
 sys.path.insert(0, str(CONF_DIR / "_ext"))
+sys.path.insert(1, str(ROOT))  # bench/, whose record the About page shows
 
 import gpukit  # noqa: E402
 from execution_cache import cache_folder  # noqa: E402

@@ -7,7 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from bench.build import documents_read
+from bench.report import SCHEMA, write_json
 from sphinx_site import copy_fixture_site, sphinx_build
+
+import gpukit
 
 EXECUTED = re.compile(r"Executing notebook|Executed notebook")
 # Sphinx's own warnings; ipykernel's "[IPKernelApp] WARNING | ..." line is not one.
@@ -132,3 +136,29 @@ def test_chinese_lines_join_without_a_space(built: dict) -> None:
     # A break between two Chinese characters vanishes; one next to a Latin word stays.
     assert "这一段在源文件里分成了几行" in html
     assert "PyTorch\n计算" in html
+
+
+def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) -> None:
+    """``{build-info}`` and ``{bench-table}`` show facts from outside their page: the page is
+    read on every build (conf/_ext/always_reread.py), and no longer once it drops them."""
+    site = copy_fixture_site(tmp_path / "src")
+    about = site / "en" / "about.md"
+    about.write_text("# About\n\n```{build-info}\n```\n\n```{bench-table}\n```\n", "utf-8")
+    index = site / "en" / "index.md"
+    index.write_text(index.read_text("utf-8").replace("page\n", "page\nabout\n"), "utf-8")
+    out = tmp_path / "out"
+    assert sphinx_build(site, "en", out).returncode == 0
+
+    # A benchmark of this machine appears: the next build shows it without any page edit.
+    bench_dir = site / "_build"
+    machine = {"hardware_signature": gpukit.hardware_signature(), "description": "this one"}
+    write_json({"schema": SCHEMA, "machine": machine}, bench_dir / "bench.json")
+    (bench_dir / "bench.md").write_text("Bench table of this machine, run 2.\n", "utf-8")
+    again = sphinx_build(site, "en", out)
+    assert again.returncode == 0, again.log
+    assert documents_read(again.log) == ["about"]
+    assert "Bench table of this machine, run 2." in again.page("about")
+
+    about.write_text("# About\n\nNothing from outside this page.\n", "utf-8")
+    assert documents_read(sphinx_build(site, "en", out).log) == ["about"]  # changed
+    assert documents_read(sphinx_build(site, "en", out).log) == []

@@ -311,8 +311,11 @@ def test_colab_links_open_the_notebooks_the_gpu_workflow_publishes(monkeypatch, 
     download = named_step(publish, "Download the notebooks")
     assert upload["with"]["name"] == download["with"]["name"]
 
-    built = {(lang, page): f'{{"lang": "{lang}", "page": "{page}"}}' for lang in ("en", "zh")
-             for page in ("use-gpu", "hardware")}
+    built = {
+        (lang, page): f'{{"lang": "{lang}", "page": "{page}"}}'
+        for lang in ("en", "zh")
+        for page in ("use-gpu", "hardware")
+    }
     runner = tmp_path / "gpu-runner"
     for (lang, page), text in built.items():
         notebook = runner / "docs/_build/html" / lang / "_notebooks" / f"{page}.ipynb"

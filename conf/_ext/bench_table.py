@@ -5,23 +5,23 @@ was measured on) and the tables as Markdown: ``bench.md`` in English, ``bench.<l
 the other languages. The directive includes the tables of the page's language when both the
 record and the tables exist and the record's hardware signature is this machine's
 (:func:`gpukit.hardware_signature`); otherwise it says that no benchmark of this machine
-exists yet and how to make one. A page using it is read again by every build (the same
-``env-get-outdated`` mechanism as ``{build-info}``), so it never shows an old state.
+exists yet and how to make one. A page using it is read again by every build
+(``always_reread``), so it never shows an old state. The record's format is
+``bench/report.py``'s, read with its own functions.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from bench.report import read_json, same_machine
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 import gpukit
-
-SCHEMA = 1  # bench/report.py: the record's format
+from always_reread import reread_every_build
 
 TEXT = {
     "en": {
@@ -41,17 +41,6 @@ TEXT = {
 }
 
 
-def read_record(path: Path) -> dict[str, Any] | None:
-    """The benchmark record at ``path``, or ``None`` if there is none or it is not one."""
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
-        return None
-    return record
-
-
 def tables_file(build_dir: Path, lang: str) -> Path:
     """``bench.md`` for English, ``bench.<lang>.md`` (else ``bench.md``) for other languages."""
     own = build_dir / ("bench.md" if lang == "en" else f"bench.{lang}.md")
@@ -60,14 +49,13 @@ def tables_file(build_dir: Path, lang: str) -> Path:
 
 def benchmark_text(build_dir: Path, lang: str, signature: str, machine: str) -> tuple[str, bool]:
     """The Markdown to show and whether it is a benchmark of this machine."""
-    record = read_record(build_dir / "bench.json")
+    record = read_json(build_dir / "bench.json")
     tables = tables_file(build_dir, lang)
-    recorded = (record or {}).get("machine", {})
-    if record is not None and recorded.get("hardware_signature") == signature and tables.is_file():
+    if same_machine(record, signature) and tables.is_file():
         return tables.read_text(encoding="utf-8"), True
     text = TEXT[lang]["missing"].format(machine=machine)
-    if record is not None and recorded.get("hardware_signature") != signature:
-        text += TEXT[lang]["other"].format(other=recorded.get("description", "?"))
+    if record is not None and not same_machine(record, signature):
+        text += TEXT[lang]["other"].format(other=record.get("machine", {}).get("description", "?"))
     return text, False
 
 
@@ -75,7 +63,7 @@ class BenchTable(SphinxDirective):
     """``{bench-table}``: this machine's ``nox -s bench`` tables, or how to make them."""
 
     def run(self) -> list[nodes.Node]:
-        self.env.gpukit_bench_pages.add(self.env.docname)
+        reread_every_build(self.env)  # a new benchmark may have come since
         lang = self.config.site_language
         build_dir = Path(self.env.srcdir).parent / "_build"
         text, _ = benchmark_text(
@@ -86,18 +74,7 @@ class BenchTable(SphinxDirective):
         return [container]
 
 
-def remember_pages(app: Sphinx) -> None:
-    if not hasattr(app.env, "gpukit_bench_pages"):
-        app.env.gpukit_bench_pages = set()
-
-
-def reread_bench_pages(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list:
-    """Pages showing the benchmark are read again by every build: it may have changed."""
-    return sorted(env.gpukit_bench_pages - removed)
-
-
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("builder-inited", remember_pages)
-    app.connect("env-get-outdated", reread_bench_pages)
+    app.setup_extension("always_reread")
     app.add_directive("bench-table", BenchTable)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -19,6 +19,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 import gpukit
+from always_reread import reread_every_build
 
 TEXT = {
     "en": {
@@ -121,24 +122,17 @@ class BuildInfo(SphinxDirective):
         ]
         rows += [(name, version(name)) for name in ("sphinx", "myst-nb", "jupyter-cache", "furo")]
         rows.append((names["built"], facts["date"]))
-        self.env.gpukit_build_info_pages.add(self.env.docname)
+        reread_every_build(self.env)  # the facts are this build's
         return [two_column_table(rows)]
 
 
 def remember_facts(app: Sphinx) -> None:
     app.env.gpukit_facts = build_facts()
-    if not hasattr(app.env, "gpukit_build_info_pages"):
-        app.env.gpukit_build_info_pages = set()
-
-
-def reread_build_info(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list:
-    """Pages showing build facts are read again by every build, so the facts are never old."""
-    return sorted(env.gpukit_build_info_pages - removed)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.setup_extension("always_reread")
     app.connect("builder-inited", remember_facts)
-    app.connect("env-get-outdated", reread_build_info)
     app.connect("html-page-context", add_provenance)
     app.add_directive("build-info", BuildInfo)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
