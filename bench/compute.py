@@ -112,6 +112,7 @@ def _training_run(world_size: int, work: gpukit.Workload) -> dict[str, Any]:
         world_size * work.batch_size,
         n_train=work.n_train,
         n_test=work.n_test,
+        schedule=work.schedule,
         plot=False,
         verbose=False,
     )
@@ -131,6 +132,7 @@ def _training_run(world_size: int, work: gpukit.Workload) -> dict[str, Any]:
         "n_test": result.n_test,
         "batch_size": result.batch_size,
         "lr": result.lr,
+        "schedule": result.schedule,
         "epochs": result.epochs,
     }
 

@@ -318,7 +318,10 @@ TEXT: dict[str, dict[str, str]] = {
         "run-many-gloo": "DDP, {n} gloo processes (CPU stand-ins for GPUs)",
         "run-many-nccl": "DDP, {n} GPUs (NCCL)",
         "anchor": "D2L's published run: {n} GPU{s} (4× V100 machine)",
-        "workload": "{n_train:,} / {n_test:,} images, batch {batch}, lr {lr:g}, {epochs} epoch{s}",
+        "workload": (
+            "{n_train:,} / {n_test:,} images, batch {batch}, lr {lr:g}{schedule}, {epochs} epoch{s}"
+        ),
+        "warmup-cosine": " (warm-up + cosine decay)",
         "train_target": (
             "Target: speed-up ≥ {limit:.1f}× on 2 GPUs, test accuracy within {tol:.2f} of the "
             "1-GPU run: {verdict}."
@@ -402,7 +405,10 @@ TEXT: dict[str, dict[str, str]] = {
         "run-many-gloo": "DDP，{n} 个 gloo 进程（CPU 代替 GPU）",
         "run-many-nccl": "DDP，{n} 块 GPU（NCCL）",
         "anchor": "D2L 公布的结果：{n} 块 GPU（4× V100 机器）",
-        "workload": "{n_train:,} / {n_test:,} 张图像，批量 {batch}，学习率 {lr:g}，{epochs} 轮",
+        "workload": (
+            "{n_train:,} / {n_test:,} 张图像，批量 {batch}，学习率 {lr:g}{schedule}，{epochs} 轮"
+        ),
+        "warmup-cosine": "（预热 + 余弦衰减）",
         "train_target": (
             "目标：2 块 GPU 上加速比 ≥ {limit:.1f}×，测试精度与 1 块 GPU 相差不超过 {tol:.2f}："
             "{verdict}。"
@@ -444,6 +450,8 @@ def _workload(w: dict[str, Any], text: dict[str, str]) -> str:
         n_test=w["n_test"],
         batch=w["batch_size"],
         lr=w["lr"],
+        # D2L's runs and records from before schedules existed: a constant rate.
+        schedule=text.get(w.get("schedule", "constant"), ""),
         epochs=w["epochs"],
         s="s" if w["epochs"] != 1 else "",
     )

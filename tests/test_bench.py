@@ -287,6 +287,11 @@ def test_markdown_on_two_gpus_and_partial_records() -> None:
     gpu = record(training={"runs": runs, "target": report.training_target(runs, 2)})
     text = report.render_markdown(gpu, "en")
     assert "DDP, 2 GPUs (NCCL)" in text and "speed-up 1.90×, accuracy gap 0.01: met" in text
+    assert "decay" not in text  # no schedule recorded: a constant rate
+    for run in runs:
+        run["schedule"] = "warmup-cosine"
+    assert "lr 0.1 (warm-up + cosine decay), 1 epoch" in report.render_markdown(gpu, "en")
+    assert "学习率 0.1（预热 + 余弦衰减），1 轮" in report.render_markdown(gpu, "zh")
     compute_only = {k: v for k, v in record().items() if k not in ("build", "site")}
     text = report.render_markdown(compute_only, "en")
     assert "Build cost" not in text and "Compute" in text

@@ -61,8 +61,10 @@ from gpukit.plotting import Animator, set_axes, set_figsize, use_svg_display
 from gpukit.profiles import PROFILES, Profile, Workload, current_profile
 from gpukit.timing import Benchmark, Timer, format_seconds
 from gpukit.training import (
+    SCHEDULES,
     EpochStats,
     TrainResult,
+    lr_factor,
     sgd,
     train_ch6,
     train_data_parallel,
@@ -72,6 +74,7 @@ from gpukit.training import (
 __all__ = [
     "PEAK_TFLOPS",
     "PROFILES",
+    "SCHEDULES",
     "Accumulator",
     "Animator",
     "Benchmark",
@@ -111,6 +114,7 @@ __all__ = [
     "lenet_forward",
     "lenet_params",
     "load_data_fashion_mnist",
+    "lr_factor",
     "matmul_dtypes",
     "matmul_throughput",
     "num_gpus",

@@ -7,7 +7,9 @@
   device, started by :func:`gpukit.parallel.launch` (gloo processes on a CPU-only machine).
 
 Each returns a :class:`TrainResult` and prints its :meth:`~TrainResult.summary`, which names
-the devices really used and how much data was seen. The network is re-initialised from
+the devices really used and how much data was seen. ``schedule="warmup-cosine"`` replaces
+D2L's constant learning rate by a warm-up and a decay (:func:`lr_factor`), which keeps the
+accuracy of large-batch multi-GPU runs. The network is re-initialised from
 ``seed`` (:func:`gpukit.models.init_weights`) and the global generator is seeded, so with
 the same data order two runs on a CPU give the same numbers.
 """
@@ -33,9 +35,66 @@ from gpukit.parallel import choose_backend, launch, rank_device
 from gpukit.plotting import Animator
 from gpukit.timing import Timer, format_seconds
 
-__all__ = ["EpochStats", "TrainResult", "sgd", "train_ch6", "train_data_parallel", "train_ddp"]
+__all__ = [
+    "SCHEDULES",
+    "EpochStats",
+    "TrainResult",
+    "lr_factor",
+    "sgd",
+    "train_ch6",
+    "train_data_parallel",
+    "train_ddp",
+]
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
+
+#: The learning-rate schedules the training functions accept, with the words summaries use.
+SCHEDULES = {"constant": "", "warmup-cosine": "warm-up + cosine decay"}
+WARMUP_START = 0.1  # the warm-up starts at a tenth of the learning rate
+
+
+def lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -> float:
+    """The multiple of the learning rate used at optimizer step ``step`` (0 for the first).
+
+    ``"constant"`` is D2L's: always 1. ``"warmup-cosine"`` rises linearly from 0.1 to 1 over
+    the first epoch (the *warm-up* of Goyal et al., 2017: the first steps from small initial
+    weights are the ones a large learning rate overshoots), then falls along half a cosine
+    towards 0 at the end of the last epoch, so that the final weights, and the batch-norm
+    averages evaluated with them, no longer jump from step to step. With one epoch there is
+    only the warm-up.
+
+    Example:
+        >>> [round(lr_factor("warmup-cosine", s, 4, 3), 2) for s in range(0, 12, 2)]
+        [0.1, 0.55, 1.0, 0.85, 0.5, 0.15]
+        >>> lr_factor("constant", 7, 4, 3)
+        1.0
+    """
+    _check_schedule(schedule)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step must be an int >= 0, got {step!r}")
+    _check_positive(steps_per_epoch, "steps_per_epoch")
+    _check_positive(num_epochs, "num_epochs")
+    if schedule == "constant":
+        return 1.0
+    if step < steps_per_epoch:
+        return WARMUP_START + (1 - WARMUP_START) * step / steps_per_epoch
+    decay_steps = max(1, steps_per_epoch * (num_epochs - 1))
+    progress = min(1.0, (step - steps_per_epoch) / decay_steps)
+    return 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def _check_schedule(schedule: object) -> None:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {sorted(SCHEDULES)}, got {schedule!r}")
+
+
+def _scheduler(
+    optimizer: torch.optim.Optimizer, schedule: str, steps_per_epoch: int, num_epochs: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """Steps once per minibatch: ``lr_factor`` of the optimizer step about to be taken."""
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(schedule, step, steps_per_epoch, num_epochs)
+    )
 
 
 @dataclass(frozen=True)
@@ -48,6 +107,7 @@ class EpochStats:
         train_acc: fraction of the epoch's training examples classified correctly.
         test_acc: test accuracy after the epoch.
         seconds: time spent training (evaluation excluded).
+        lr: the learning rate of the epoch's last step (it changes under a schedule).
 
     Example:
         >>> EpochStats(1, train_loss=0.52, train_acc=0.81, test_acc=0.79, seconds=3.5).test_acc
@@ -59,6 +119,7 @@ class EpochStats:
     train_acc: float
     test_acc: float
     seconds: float
+    lr: float | None = None
 
 
 @dataclass
@@ -73,9 +134,10 @@ class TrainResult:
         n_train: training examples per epoch.
         n_test: test examples.
         batch_size: examples per optimisation step, over all devices together.
-        lr: learning rate.
+        lr: learning rate (its peak, under a schedule).
         history: one :class:`EpochStats` per epoch.
         note: how the devices were used, when that needs saying.
+        schedule: the learning-rate schedule, a key of :data:`SCHEDULES`.
 
     Example:
         >>> r = TrainResult(0.8512, 12.34561, ["cuda:0", "cuda:1"], 10, 60000, 10000, 512, 0.2)
@@ -94,6 +156,7 @@ class TrainResult:
     lr: float
     history: list[EpochStats] = field(default_factory=list)
     note: str = ""
+    schedule: str = "constant"
 
     def summary(self) -> str:
         """Two lines: accuracy, time and devices; then the amount of data and the settings."""
@@ -105,7 +168,9 @@ class TrainResult:
             first += f" ({self.note})"
         second = (
             f"{self.n_train:,} training / {self.n_test:,} test images, "
-            f"batch {self.batch_size}, lr {self.lr:g}, {self.epochs} epoch"
+            f"batch {self.batch_size}, lr {self.lr:g}"
+            + (f" ({SCHEDULES[self.schedule]})" if SCHEDULES[self.schedule] else "")
+            + f", {self.epochs} epoch"
             + ("s" if self.epochs != 1 else "")
         )
         return f"{first}\n{second}"
@@ -158,7 +223,9 @@ def _check_lr(lr: object) -> float:
     return float(lr)
 
 
-def _check_common(net: object, num_epochs: object, lr: object, init: object, seed: object) -> None:
+def _check_common(
+    net: object, num_epochs: object, lr: object, init: object, seed: object, schedule: object
+) -> None:
     if not isinstance(net, nn.Module):
         raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
     _check_positive(num_epochs, "num_epochs")
@@ -169,6 +236,7 @@ def _check_common(net: object, num_epochs: object, lr: object, init: object, see
         )
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    _check_schedule(schedule)
 
 
 def _check_batches(data_iter: object, name: str) -> None:
@@ -195,9 +263,11 @@ def _fit(
     lr: float,
     device: torch.device,
     plot: bool,
+    schedule: str = "constant",
 ) -> tuple[list[EpochStats], int, int]:
     """Train ``model`` (a net or its DataParallel wrapper) with SGD; evaluate it on ``device``."""
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    scheduler = _scheduler(optimizer, schedule, _num_batches(train_iter), num_epochs)
     loss = nn.CrossEntropyLoss()
     animator = (
         Animator(
@@ -218,7 +288,9 @@ def _fit(
             y_hat = model(X)
             batch_loss = loss(y_hat, y)
             batch_loss.backward()
+            step_lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
+            scheduler.step()
             with torch.no_grad():
                 metric.add(batch_loss * X.shape[0], accuracy(y_hat, y), X.shape[0])
         seconds = timer.stop()
@@ -228,7 +300,7 @@ def _fit(
         n_train = int(metric[2])
         n_test = _dataset_size(test_iter) or n_test
         stats = EpochStats(
-            epoch + 1, metric[0] / metric[2], metric[1] / metric[2], test_acc, seconds
+            epoch + 1, metric[0] / metric[2], metric[1] / metric[2], test_acc, seconds, step_lr
         )
         history.append(stats)
         if animator is not None:
@@ -246,6 +318,7 @@ def _result(
     batch_size: int,
     lr: float,
     note: str = "",
+    schedule: str = "constant",
 ) -> TrainResult:
     return TrainResult(
         test_acc=history[-1].test_acc,
@@ -258,12 +331,20 @@ def _result(
         lr=lr,
         history=history,
         note=note,
+        schedule=schedule,
     )
 
 
 def _xlim(num_epochs: int) -> list[float]:
     # D2L's [1, num_epochs] is an empty range for one epoch, and matplotlib warns about it.
     return [1, num_epochs] if num_epochs > 1 else [0.5, 1.5]
+
+
+def _num_batches(train_iter: Batches) -> int:
+    try:
+        return len(train_iter)  # type: ignore[arg-type]
+    except TypeError:
+        return sum(1 for _ in train_iter)
 
 
 def _batch_size(train_iter: Batches) -> int:
@@ -285,6 +366,7 @@ def train_ch6(
     *,
     init: str | None = "xavier",
     seed: int = 0,
+    schedule: str = "constant",
     plot: bool = True,
     verbose: bool = True,
 ) -> TrainResult:
@@ -303,6 +385,8 @@ def train_ch6(
         device: where to train; ``None``: :func:`gpukit.devices.try_gpu`.
         init: ``"xavier"`` (D2L), ``"normal"`` (std 0.01) or ``None`` to keep the weights.
         seed: seeds the initialisation and torch's global generator.
+        schedule: the learning rate over the steps: ``"constant"`` (D2L) or
+            ``"warmup-cosine"`` (:func:`lr_factor`).
         plot: draw the curves with :class:`gpukit.plotting.Animator`.
         verbose: print :meth:`TrainResult.summary`.
 
@@ -316,7 +400,7 @@ def train_ch6(
         >>> if torch.cuda.is_available():
         ...     r = train_ch6(lenet(), [(X, y)], [(X, y)], 1, 0.1, "cuda:0", verbose=False)
     """
-    _check_common(net, num_epochs, lr, init, seed)
+    _check_common(net, num_epochs, lr, init, seed, schedule)
     _check_batches(train_iter, "train_iter")
     _check_batches(test_iter, "test_iter")
     if device is None:
@@ -330,8 +414,12 @@ def train_ch6(
     if init is not None:
         init_weights(net, init, seed=seed)
     net.to(device)
-    history, n_train, n_test = _fit(net, train_iter, test_iter, num_epochs, lr, device, plot)
-    result = _result(history, [str(device)], n_train, n_test, _batch_size(train_iter), lr)
+    history, n_train, n_test = _fit(
+        net, train_iter, test_iter, num_epochs, lr, device, plot, schedule
+    )
+    result = _result(
+        history, [str(device)], n_train, n_test, _batch_size(train_iter), lr, "", schedule
+    )
     if verbose:
         print(result.summary())
     return result
@@ -347,6 +435,7 @@ def train_data_parallel(
     *,
     init: str | None = "normal",
     seed: int = 0,
+    schedule: str = "constant",
     plot: bool = True,
     verbose: bool = True,
 ) -> TrainResult:
@@ -369,6 +458,8 @@ def train_data_parallel(
             them); only CPUs: one CPU replica. ``None``: :func:`gpukit.devices.try_all_gpus`.
         init: ``"normal"`` (std 0.01, D2L's choice here), ``"xavier"`` or ``None``.
         seed: seeds the initialisation and torch's global generator.
+        schedule: the learning rate over the steps: ``"constant"`` (D2L) or
+            ``"warmup-cosine"`` (:func:`lr_factor`).
         plot: draw the curves with :class:`gpukit.plotting.Animator`.
         verbose: print :meth:`TrainResult.summary`.
 
@@ -382,7 +473,7 @@ def train_data_parallel(
         >>> if torch.cuda.device_count() >= 2:
         ...     r = train_data_parallel(lenet(), [(X, y)], [(X, y)], 1, 0.1, ["cuda:0", "cuda:1"])
     """
-    _check_common(net, num_epochs, lr, init, seed)
+    _check_common(net, num_epochs, lr, init, seed, schedule)
     _check_batches(train_iter, "train_iter")
     _check_batches(test_iter, "test_iter")
     if devices is None:
@@ -417,9 +508,18 @@ def train_data_parallel(
         note = f"nn.DataParallel uses GPUs only: {len(gpus)} of the {len(devs)} devices"
     elif not gpus and len(devs) > 1:
         note = f"nn.DataParallel needs GPUs: 1 CPU replica instead of {len(devs)} devices"
-    history, n_train, n_test = _fit(model, train_iter, test_iter, num_epochs, lr, used[0], plot)
+    history, n_train, n_test = _fit(
+        model, train_iter, test_iter, num_epochs, lr, used[0], plot, schedule
+    )
     result = _result(
-        history, [str(d) for d in used], n_train, n_test, _batch_size(train_iter), lr, note
+        history,
+        [str(d) for d in used],
+        n_train,
+        n_test,
+        _batch_size(train_iter),
+        lr,
+        note,
+        schedule,
     )
     if verbose:
         print(result.summary())
@@ -460,6 +560,7 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
     )
     loader = DataLoader(dataset, batch_size=per_rank, sampler=sampler)
     optimizer = torch.optim.SGD(model.parameters(), lr=config["lr"])
+    scheduler = _scheduler(optimizer, config["schedule"], len(loader), config["num_epochs"])
     loss = nn.CrossEntropyLoss()
     history: list[EpochStats] = []
     for epoch in range(config["num_epochs"]):
@@ -473,7 +574,9 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
             y_hat = model(X)
             batch_loss = loss(y_hat, y)
             batch_loss.backward()  # DDP averages the gradients over the ranks here
+            step_lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
+            scheduler.step()
             totals += torch.tensor(
                 [batch_loss.item() * len(y), accuracy(y_hat, y), len(y)], dtype=torch.float64
             )
@@ -488,7 +591,9 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
         # still evaluating, and count the wait as training time.
         dist.barrier()
         history.append(
-            EpochStats(epoch + 1, loss_sum / count, correct / count, test_acc, seconds_d.item())
+            EpochStats(
+                epoch + 1, loss_sum / count, correct / count, test_acc, seconds_d.item(), step_lr
+            )
         )
     if rank != 0:
         return None
@@ -512,6 +617,7 @@ def train_ddp(
     root: str | Path | None = None,
     init: str | None = "normal",
     seed: int = 0,
+    schedule: str = "constant",
     backend: str | None = None,
     plot: bool = True,
     verbose: bool = True,
@@ -543,6 +649,8 @@ def train_ddp(
         root: folder of the Fashion-MNIST files (``None``: gpukit.data's search order).
         init: ``"normal"`` (std 0.01), ``"xavier"`` or ``None`` to keep ``net``'s weights.
         seed: seeds the initialisation, the generators and the shuffling.
+        schedule: the learning rate over the steps: ``"constant"`` (D2L) or
+            ``"warmup-cosine"`` (:func:`lr_factor`).
         backend: ``"nccl"``, ``"gloo"`` or ``None`` (NCCL when each rank can have a GPU).
         plot: draw the curves, in the calling process, once training is done.
         verbose: print :meth:`TrainResult.summary`.
@@ -562,7 +670,7 @@ def train_ddp(
     """
     if net is None:
         net = resnet18(10)
-    _check_common(net, num_epochs, lr, init, seed)
+    _check_common(net, num_epochs, lr, init, seed, schedule)
     _check_positive(world_size, "world_size")
     _check_positive(batch_size, "batch_size")
     if batch_size % world_size:
@@ -595,6 +703,7 @@ def train_ddp(
         "root": str(find_fashion_mnist(root)),
         "init": init,
         "seed": seed,
+        "schedule": schedule,
     }
     if backend is None:
         backend = choose_backend(world_size)
@@ -606,7 +715,9 @@ def train_ddp(
     else:
         devices = ["cpu"] * world_size
     note = f"DistributedDataParallel, {world_size} {backend} processes"
-    result = _result(history, devices, out["n_train"], out["n_test"], batch_size, float(lr), note)
+    result = _result(
+        history, devices, out["n_train"], out["n_test"], batch_size, float(lr), note, schedule
+    )
     if plot:
         animator = Animator(
             xlabel="epoch", xlim=_xlim(num_epochs), legend=["train loss", "train acc", "test acc"]

@@ -186,6 +186,13 @@ CASES = [
     ("train_ch6", (tiny_net, batches, batches, 1, -0.1), {}, ValueError, "lr"),
     ("train_ch6", (tiny_net, batches, batches, 1, 0.1), {"init": "zeros"}, ValueError, "init"),
     ("train_ch6", (tiny_net, batches, batches, 1, 0.1), {"device": 3}, TypeError, "device"),
+    ("train_ch6", (tiny_net, batches, batches, 1, 0.1), {"schedule": "cosine"}, ValueError,
+     "schedule"),
+    ("train_ddp", (2, 1, 0.1, 32), {"schedule": None}, ValueError, "schedule"),
+    ("lr_factor", ("linear", 0, 10, 2), {}, ValueError, "schedule"),
+    ("lr_factor", ("warmup-cosine", -1, 10, 2), {}, ValueError, "step"),
+    ("lr_factor", ("warmup-cosine", 0, 0, 2), {}, ValueError, "steps_per_epoch"),
+    ("lr_factor", ("warmup-cosine", 0, 10, 2.0), {}, TypeError, "num_epochs"),
     ("train_data_parallel", (tiny_net, batches, 3, 1, 0.1), {}, TypeError, "test_iter"),
     ("train_data_parallel", (tiny_net, batches, batches, "1", 0.1), {}, TypeError, "num_epochs"),
     ("train_data_parallel", (tiny_net, batches, batches, 1, 0.1), {"devices": []},
@@ -289,3 +296,9 @@ def test_exempt_classes_are_exceptions_or_records() -> None:
     for name in NOT_CALLED_BY_PAGES:
         cls = getattr(gpukit, name)
         assert issubclass(cls, Exception) or dataclasses.is_dataclass(cls), name
+
+
+def test_unknown_schedule_in_a_profile_is_named() -> None:
+    accepted = r"schedule must be one of \['constant', 'warmup-cosine'\]"
+    with pytest.raises(ValueError, match=accepted):
+        gpukit.Workload(None, None, epochs=1, batch_size=8, lr=0.1, schedule="cosine")

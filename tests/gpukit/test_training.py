@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from gpukit.profiles import PROFILES
 from gpukit.training import (
     EpochStats,
     TrainResult,
+    lr_factor,
     sgd,
     train_ch6,
     train_data_parallel,
@@ -57,6 +59,23 @@ def test_summary_names_devices_data_and_settings():
     )
     one = dataclasses.replace(result, epochs=1, note="")
     assert one.summary().endswith("lr 0.3, 1 epoch") and "(" not in one.summary()
+
+
+def test_summary_names_a_schedule():
+    result = TrainResult(0.81, 2.5, ["cpu"], 2, 2000, 1000, 16, 0.3, schedule="warmup-cosine")
+    assert result.summary().endswith("lr 0.3 (warm-up + cosine decay), 2 epochs")
+
+
+def test_lr_factor_warms_up_over_the_first_epoch_then_decays_to_zero():
+    factors = [lr_factor("warmup-cosine", step, 10, 4) for step in range(40)]
+    assert factors[0] == pytest.approx(0.1) and factors[10] == pytest.approx(1.0)
+    assert all(a < b for a, b in itertools.pairwise(factors[:11]))  # warm-up
+    assert all(a > b for a, b in itertools.pairwise(factors[10:]))  # decay
+    assert factors[25] == pytest.approx(0.5) and 0 < factors[-1] < 0.01
+    assert [lr_factor("constant", step, 10, 4) for step in range(40)] == [1.0] * 40
+    # One epoch: only the warm-up; more steps than announced: the decay stays at 0.
+    assert lr_factor("warmup-cosine", 9, 10, 1) == pytest.approx(0.91)
+    assert lr_factor("warmup-cosine", 99, 10, 2) == pytest.approx(0.0)
 
 
 def test_sgd_matches_d2l_and_zeroes_gradients():
@@ -116,6 +135,19 @@ def test_train_ch6_result_and_reproducibility(capsys):
     torch.manual_seed(123)
     again = train_ch6(lenet(), batches, batches[:2], 2, 0.1, "cpu", plot=False, verbose=False)
     assert _numbers(again) == _numbers(first)
+
+
+@pytest.mark.parametrize("schedule", ["constant", "warmup-cosine"])
+def test_train_ch6_follows_the_schedule(schedule):
+    batches = _toy_batches()  # 5 steps per epoch
+    result = train_ch6(
+        lenet(), batches, batches[:1], 3, 0.2, "cpu", schedule=schedule, plot=False, verbose=False
+    )
+    last_steps = [4, 9, 14]
+    assert [s.lr for s in result.history] == pytest.approx(
+        [0.2 * lr_factor(schedule, step, 5, 3) for step in last_steps]
+    )
+    assert result.schedule == schedule
 
 
 def test_train_ch6_keeps_weights_when_init_is_none():
@@ -244,6 +276,19 @@ def test_train_ddp_two_gloo_processes(fake_fashion_mnist, capsys):
     # The trained weights come back into the caller's net.
     assert not torch.equal(net[0].weight, before)
     assert net[0].weight.device.type == "cpu"
+    assert [s.lr for s in result.history] == [0.1, 0.1]  # constant, D2L's
+
+
+def test_train_ddp_follows_the_schedule_in_every_process(fake_fashion_mnist):
+    root = fake_fashion_mnist(n_train=48, n_test=20)  # 3 steps per epoch with batch 16
+    result = train_ddp(
+        2, 2, 0.1, 16, net=lenet(), root=root, backend="gloo", schedule="warmup-cosine",
+        plot=False, verbose=False,
+    )  # fmt: skip
+    assert [s.lr for s in result.history] == pytest.approx(
+        [0.1 * lr_factor("warmup-cosine", step, 3, 2) for step in (2, 5)]
+    )
+    assert "(warm-up + cosine decay)" in result.summary()
 
 
 class _MainModule(nn.Module):
