@@ -31,8 +31,11 @@ LANGUAGES = ("en", "zh")  # the order of nox -s docs: English first fills the sh
 # myst-nb logs one such line for every notebook it executes (not for one taken from the cache);
 # the indented copies in the "Last Messages" of a crash report are not counted again.
 EXECUTING = re.compile(r"^(?!\s).*Executing notebook using", re.MULTILINE)
-# Sphinx names each document it reads ("reading sources... [ 50%] about").
-READING = re.compile(r"reading sources\.\.\. \[\s*\d+%\] ([^\s\x1b]+)")
+# Sphinx names each document it reads ("reading sources... [ 50%] about"), in colour where
+# FORCE_COLOR is set (as on some CI runners): then the lines are not even separated by a line
+# break, so each colour code becomes a space first.
+READING = re.compile(r"reading sources\.\.\.\s+\[\s*\d+%\]\s+(\S+)")
+COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 PROSE_EDIT = "\nThis sentence was added by `nox -s bench`: an edit of the prose only.\n"
 CODE_EDIT = "# edited by nox -s bench: a change to the code, not to what it does"
 
@@ -55,7 +58,7 @@ def count_executed(log: str) -> int:
 
 def documents_read(log: str) -> list[str]:
     """The documents a build log says were read (parsed), in order, without repeats."""
-    return list(dict.fromkeys(READING.findall(log)))
+    return list(dict.fromkeys(READING.findall(COLOUR.sub(" ", log))))
 
 
 # Lines of a failed build's log that say what went wrong (ipykernel's "[IPKernelApp] WARNING |"

@@ -339,7 +339,12 @@ def test_log_parsing() -> None:
     # A crash report repeats the last messages, indented: not another execution.
     assert count_executed(LOG + "    /x/en/a.md: Executing notebook using local CWD [mystnb]") == 1
     assert documents_read(LOG) == ["about", "use-gpu"]
-    assert documents_read("\x1b[2Kreading sources... [ 33%] \x1b[32mapi\x1b[39;49;00m") == []
+    # With FORCE_COLOR (some CI runners) Sphinx colours its progress lines.
+    coloured = (
+        "\x1b[2K\x1b[01mreading sources... \x1b[39;49;00m[ 10%] \x1b[35mabout\x1b[39;49;00m"
+        "\x1b[2K\x1b[01mreading sources... \x1b[39;49;00m[ 20%] \x1b[35mapi\x1b[39;49;00m"
+    )
+    assert documents_read(coloured) == ["about", "api"]
 
 
 PAGE = """\
