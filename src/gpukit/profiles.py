@@ -221,8 +221,8 @@ PROFILES: dict[str, Profile] = {
         # two-device runs make 32 steps, too few for batch norm's running averages, and
         # evaluate near chance (the page shows and explains this). A constant learning rate:
         # over 64 steps a warm-up and decay cost more than they save (with "warmup-cosine" the
-        # one-device run fell from 0.51 to 0.30 test accuracy, the two-device runs stayed
-        # near chance).
+        # concise page's one-device run fell from 0.63 to 0.24 test accuracy, the two-device
+        # runs stayed near chance).
         lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.25, name="LeNet"),
         resnet=Workload(512, 256, epochs=2, batch_size=16, lr=0.05, name="ResNet-18"),
     ),
