@@ -8,8 +8,8 @@
 
 Each returns a :class:`TrainResult` and prints its :meth:`~TrainResult.summary`, which names
 the devices really used and how much data was seen. ``schedule="warmup-cosine"`` replaces
-D2L's constant learning rate by a warm-up and a decay (:func:`lr_factor`), which keeps the
-accuracy of large-batch multi-GPU runs. The network is re-initialised from
+D2L's constant learning rate by a warm-up and a decay (:func:`lr_factor`), the usual way to
+keep the accuracy of large-batch multi-GPU runs. The network is re-initialised from
 ``seed`` (:func:`gpukit.models.init_weights`) and the global generator is seeded, so with
 the same data order two runs on a CPU give the same numbers.
 """
@@ -242,6 +242,11 @@ def _check_common(
 def _check_batches(data_iter: object, name: str) -> None:
     if not isinstance(data_iter, Iterable) or isinstance(data_iter, torch.Tensor):
         raise TypeError(f"{name} must be an iterable of (X, y) minibatches, e.g. a DataLoader")
+    if iter(data_iter) is data_iter:  # type: ignore[call-overload]
+        raise TypeError(
+            f"{name} is read once per epoch, so it must be a DataLoader or a list of (X, y) "
+            "minibatches, not a one-shot iterator or generator"
+        )
 
 
 def _dataset_size(data_iter: Batches) -> int | None:

@@ -182,6 +182,8 @@ CASES = [
     ("sgd", ([1.0], 0.1, 8), {}, TypeError, "params"),
     ("train_ch6", ("net", batches, batches, 1, 0.1), {}, TypeError, "net"),
     ("train_ch6", (tiny_net, 3, batches, 1, 0.1), {}, TypeError, "train_iter"),
+    ("train_ch6", (tiny_net, lambda: iter(batches()), batches, 1, 0.1), {}, TypeError,
+     "train_iter"),
     ("train_ch6", (tiny_net, batches, batches, 0, 0.1), {}, ValueError, "num_epochs"),
     ("train_ch6", (tiny_net, batches, batches, 1, -0.1), {}, ValueError, "lr"),
     ("train_ch6", (tiny_net, batches, batches, 1, 0.1), {"init": "zeros"}, ValueError, "init"),
