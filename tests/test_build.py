@@ -158,6 +158,11 @@ def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) 
     assert again.returncode == 0, again.log
     assert documents_read(again.log) == ["about"]
     assert "Bench table of this machine, run 2." in again.page("about")
+    # The build facts name the workloads the pages really ran.
+    text = " ".join(re.sub(r"<[^>]+>", " ", again.page("about")).split())
+    profile = gpukit.current_profile()
+    for workload in (profile.lenet, profile.resnet):
+        assert workload.describe() in text
 
     about.write_text("# About\n\nNothing from outside this page.\n", "utf-8")
     assert documents_read(sphinx_build(site, "en", out).log) == ["about"]  # changed

@@ -95,9 +95,6 @@ class Profile:
 
     Attributes:
         name: ``"quick"`` or ``"full"``.
-        n_train: training examples used (``None``: all 60,000).
-        n_test: test examples used (``None``: all 10,000).
-        epochs: training epochs of the multi-GPU pages.
         device_matmul_size: side of the large square matrices multiplied to compare devices
             (CPU vs GPU, one device vs two) on the GPUs page (``sec-use-gpu``).
         device_matmul_small_size: side of the small matrices in the same comparison.
@@ -143,9 +140,6 @@ class Profile:
     """
 
     name: str
-    n_train: int | None
-    n_test: int | None
-    epochs: int
     device_matmul_size: int
     device_matmul_small_size: int
     device_matmul_repeats: int
@@ -171,24 +165,20 @@ class Profile:
     resnet: Workload = _FULL_RESNET
 
     def describe(self) -> str:
-        """One line saying how much data this profile uses, for page outputs.
+        """The profile's name and its training runs (the pages' other sizes are in their outputs).
 
         Example:
-            >>> PROFILES["full"].describe()
-            'profile full: 60,000 training / 10,000 test images, 10 epochs'
+            >>> print(PROFILES["quick"].describe())
+            profile quick: LeNet: 3,000 training / 1,000 test images, batch 16, lr 0.25, 4 epochs;
+            ResNet-18: 512 training / 256 test images, batch 16, lr 0.05, 2 epochs
         """
-        train = f"{self.n_train or 60_000:,}"
-        test = f"{self.n_test or 10_000:,}"
-        return f"profile {self.name}: {train} training / {test} test images, {self.epochs} epochs"
+        return f"profile {self.name}: {self.lenet.describe()};\n{self.resnet.describe()}"
 
 
 #: The two profiles by name, ``quick`` (laptops, CI) and ``full`` (GPU runners).
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         "quick",
-        n_train=2_000,
-        n_test=1_000,
-        epochs=2,
         device_matmul_size=1024,
         device_matmul_small_size=10,
         device_matmul_repeats=5,
@@ -228,9 +218,6 @@ PROFILES: dict[str, Profile] = {
     ),
     "full": Profile(
         "full",
-        n_train=None,
-        n_test=None,
-        epochs=10,
         device_matmul_size=4096,
         device_matmul_small_size=10,
         device_matmul_repeats=10,
