@@ -181,6 +181,14 @@ def add_speedups(runs: list[dict[str, Any]]) -> None:
         run["speedup"] = None if one is None else ratio(one["sec_per_epoch"], run["sec_per_epoch"])
 
 
+FEW_STEPS = 100  # fewer steps leave batch norm's running averages far behind (0.9 ** 100)
+
+
+def total_steps(run: dict[str, Any]) -> int:
+    """Optimizer steps of a training run: minibatches per epoch times epochs."""
+    return -(-run["n_train"] // run["batch_size"]) * run["epochs"]
+
+
 def page_weights(sizes: dict[str, int]) -> dict[str, Any]:
     """Count, total and median of the sizes (bytes) of a language's HTML pages."""
     values = sorted(sizes.values())
@@ -305,6 +313,15 @@ TEXT: dict[str, dict[str, str]] = {
             "over the epochs, training only). The last two rows are D2L's published runs, "
             "not measured here."
         ),
+        "few_steps": (
+            "{runs}: only {steps} optimizer steps in all. That is too few for batch norm's "
+            "running averages, with which the test accuracy is measured, to catch up with the "
+            "weights, so these accuracies say little about the training (the concise multi-GPU "
+            "page shows why)."
+        ),
+        "and": " and ",
+        "and_numbers": " and ",
+        "quoted": "“{}”",
         "run": "Run",
         "devices": "Devices",
         "data": "Data and settings",
@@ -391,6 +408,14 @@ TEXT: dict[str, dict[str, str]] = {
             "**在 Fashion-MNIST 上训练 ResNet-18**（`gpukit.train_ddp`；每轮时间取各轮的中位数，"
             "只计训练）。最后两行是 D2L 公布的结果，并非在这里测得。"
         ),
+        "few_steps": (
+            "{runs}总共只走了 {steps} 步优化。这么少的步数，批量归一化的滑动平均值还跟不上权重，"
+            "而测试精度正是用这些平均值测出来的，所以这里的精度说明不了训练的效果"
+            "（原因见多 GPU 的简洁实现一节）。"
+        ),
+        "and": "和",
+        "and_numbers": " 和 ",
+        "quoted": "“{}”",
         "run": "运行",
         "devices": "设备",
         "data": "数据与设置",
@@ -583,7 +608,19 @@ def _training_lines(training: dict[str, Any], text: dict[str, str]) -> list[str]
         )
         verdict = f"{measured}: {_verdict(t['met'], text)}"
     goal = text["train_target"].format(limit=t["limit"], tol=t["acc_tolerance"], verdict=verdict)
-    return [text["train_head"], "", *_table(head, "lllrrr", rows), "", goal]
+    lines = [text["train_head"], "", *_table(head, "lllrrr", rows), "", goal]
+    few = [r for r in training["runs"] if total_steps(r) < FEW_STEPS]
+    if few:
+        names = (
+            text[f"run-{'one' if r['processes'] == 1 else 'many'}-{r['backend']}"].format(
+                n=r["processes"]
+            )
+            for r in few
+        )
+        runs = text["and"].join(text["quoted"].format(name) for name in names)
+        steps = text["and_numbers"].join(str(total_steps(r)) for r in few)
+        lines += ["", text["few_steps"].format(runs=runs, steps=steps)]
+    return lines
 
 
 def render_markdown(record: dict[str, Any], lang: str = "en") -> str:

@@ -270,6 +270,22 @@ def test_markdown_tables_in_english() -> None:
             assert len({r.count(" | ") for r in rows}) == 1, block
 
 
+def test_markdown_warns_of_runs_too_short_for_their_accuracy() -> None:
+    assert [report.total_steps(r) for r in cpu_runs()] == [8, 4]  # 256 images, 1 epoch
+    text = report.render_markdown(record(), "en")
+    assert (
+        "“1 process (CPU)” and “DDP, 2 gloo processes (CPU stand-ins for GPUs)”: "
+        "only 8 and 4 optimizer steps in all" in text
+    )
+    assert "总共只走了 8 和 4 步优化" in report.render_markdown(record(), "zh")
+    runs = gpu_runs(1.9, 0.895)
+    for run in runs:
+        run["n_train"], run["epochs"] = 60_000, 10
+    report.add_speedups(runs)
+    long = record(training={"runs": runs, "target": report.training_target(runs, 2)})
+    assert "optimizer steps" not in report.render_markdown(long, "en")
+
+
 def test_markdown_tables_in_chinese() -> None:
     text = report.render_markdown(record(), "zh")
     assert "冷构建，zh" in text and "不适用：没有 GPU" in text and "D2L 公布的结果" in text
