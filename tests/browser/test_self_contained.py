@@ -94,4 +94,8 @@ def test_root_index_sends_the_reader_to_a_language(browser, site, locale, lang) 
         page.wait_for_load_state("networkidle")
     finally:
         context.close()
+    # The page replaces itself while it loads: Chromium may report its own request as
+    # aborted, depending on how far the response had got. Any other failure still counts.
+    replaced = f"net::ERR_ABORTED {site.url('index.html')}"
+    recorder.failed = [failure for failure in recorder.failed if failure != replaced]
     recorder.check(f"index.html ({locale})")
