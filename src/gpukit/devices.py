@@ -14,6 +14,8 @@ import subprocess
 
 import torch
 
+from gpukit._checks import check_int
+
 __all__ = [
     "cpu",
     "describe_devices",
@@ -27,15 +29,6 @@ __all__ = [
     "try_all_gpus",
     "try_gpu",
 ]
-
-
-def _check_index(i: object) -> int:
-    # bool is an int subclass, but gpu(True) is certainly a mistake.
-    if isinstance(i, bool) or not isinstance(i, int):
-        raise TypeError(f"i must be an int (a GPU index such as 0 or 1), got {type(i).__name__}")
-    if i < 0:
-        raise ValueError(f"i must be >= 0 (GPUs are numbered from 0), got {i}")
-    return i
 
 
 def existing_device(device: object) -> torch.device:
@@ -67,6 +60,10 @@ def existing_device(device: object) -> torch.device:
     if index >= num_gpus():
         raise ValueError(f"device is {dev}, but this machine has {num_gpus()} GPU(s)")
     return gpu(index)
+
+
+def _check_index(i: object) -> int:
+    return check_int(i, "i", 0, "a GPU index such as 0 or 1: GPUs are numbered from 0")
 
 
 def cpu() -> torch.device:
@@ -135,10 +132,7 @@ def replicas(n: int) -> list[torch.device]:
         ...     print(replicas(2))
         [device(type='cpu'), device(type='cpu')]
     """
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"n must be an int (how many devices), got {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+    check_int(n, "n", 1, "how many devices")
     gpus = [gpu(i) for i in range(min(n, num_gpus()))]
     return gpus + [cpu()] * (n - len(gpus))
 

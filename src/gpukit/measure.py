@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
+from gpukit._checks import check_int
 from gpukit.devices import existing_device, try_gpu
 from gpukit.timing import Timer, format_seconds
 
@@ -140,15 +141,6 @@ class Measurement:
 
 
 # -- Argument checks ------------------------------------------------------------------------
-def _check_int(name: str, value: object, minimum: int = 1) -> int:
-    # bool is an int subclass, but repeats=True is certainly a mistake.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def _check_device(device: object) -> torch.device:
     """``None`` means :func:`gpukit.devices.try_gpu` (GPU 0, else the CPU)."""
     return try_gpu() if device is None else existing_device(device)
@@ -253,8 +245,8 @@ def time_op(
     """
     if not callable(op):
         raise TypeError(f"op must be a callable without arguments, got {type(op).__name__}")
-    repeats = _check_int("repeats", repeats)
-    warmup = _check_int("warmup", warmup, minimum=0)
+    repeats = check_int(repeats, "repeats")
+    warmup = check_int(warmup, "warmup", 0)
     dev = None if device is None else _check_device(device)
     for _ in range(warmup):
         op()
@@ -319,8 +311,8 @@ def copy_bandwidth(
         ...     print("host->device copy, pinned memory, 1 MiB")
         host->device copy, pinned memory, 1 MiB
     """
-    nbytes = _check_int("nbytes", nbytes)
-    repeats = _check_int("repeats", repeats)
+    nbytes = check_int(nbytes, "nbytes")
+    repeats = check_int(repeats, "repeats")
     dev = _check_device(device)
     if not isinstance(direction, str):
         raise TypeError(f"direction must be a str, got {type(direction).__name__}")
@@ -417,7 +409,7 @@ def launch_latency(
         ('µs per op', True)
     """
     dev = _check_device(device)
-    repeats = _check_int("repeats", repeats)
+    repeats = check_int(repeats, "repeats")
     if not isinstance(synchronize_each, bool):
         raise TypeError(f"synchronize_each must be a bool, got {type(synchronize_each).__name__}")
     x = torch.zeros(1, device=dev)
@@ -546,8 +538,8 @@ def matmul_throughput(
         >>> m.what, m.unit, m.peak
         ('fp32 matmul 128x128', 'GFLOP/s', None)
     """
-    n = _check_int("n", n)
-    repeats = _check_int("repeats", repeats)
+    n = check_int(n, "n")
+    repeats = check_int(repeats, "repeats")
     dev = _check_device(device)
     dtype = _check_dtype(dtype, dev)
     # A private generator: measuring must not change the reader's random numbers.

@@ -13,6 +13,8 @@ from numbers import Real
 import torch
 from torch import nn
 
+from gpukit._checks import check_int
+
 __all__ = ["Accumulator", "accuracy", "evaluate_accuracy_gpu"]
 
 
@@ -34,10 +36,7 @@ class Accumulator:
     """
 
     def __init__(self, n: int) -> None:
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"n must be an int (how many sums to keep), got {type(n).__name__}")
-        if n < 1:
-            raise ValueError(f"n must be >= 1 (how many sums to keep), got {n}")
+        check_int(n, "n", 1, "how many sums to keep")
         self.data = [0.0] * n
 
     def add(self, *args: float | torch.Tensor) -> None:

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gpukit._checks import check_int
+
 __all__ = ["Residual", "init_weights", "lenet", "lenet_forward", "lenet_params", "resnet18"]
 
 # (name, shape) of the from-scratch LeNet's parameters, in D2L's order W1, b1, ..., W4, b4.
@@ -30,14 +32,6 @@ _LENET_SHAPES: tuple[tuple[int, ...], ...] = (
     (128, 10),
     (10,),
 )
-
-
-def _check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
 
 
 class Residual(nn.Module):
@@ -64,9 +58,9 @@ class Residual(nn.Module):
         self, input_channels: int, num_channels: int, use_1x1conv: bool = False, strides: int = 1
     ) -> None:
         super().__init__()
-        _check_positive_int(input_channels, "input_channels")
-        _check_positive_int(num_channels, "num_channels")
-        _check_positive_int(strides, "strides")
+        check_int(input_channels, "input_channels")
+        check_int(num_channels, "num_channels")
+        check_int(strides, "strides")
         if not isinstance(use_1x1conv, bool):
             raise TypeError(f"use_1x1conv must be a bool, got {type(use_1x1conv).__name__}")
         if not use_1x1conv and (input_channels != num_channels or strides != 1):
@@ -121,8 +115,8 @@ def resnet18(num_classes: int, in_channels: int = 1) -> nn.Sequential:
         >>> sum(p.numel() for p in net.parameters())
         11175818
     """
-    _check_positive_int(num_classes, "num_classes")
-    _check_positive_int(in_channels, "in_channels")
+    check_int(num_classes, "num_classes")
+    check_int(in_channels, "in_channels")
     net = nn.Sequential(
         nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1),
         nn.BatchNorm2d(64),
@@ -147,7 +141,7 @@ def lenet(num_classes: int = 10) -> nn.Sequential:
         >>> lenet()(torch.zeros(5, 1, 28, 28)).shape
         torch.Size([5, 10])
     """
-    _check_positive_int(num_classes, "num_classes")
+    check_int(num_classes, "num_classes")
     return nn.Sequential(
         nn.Conv2d(1, 20, kernel_size=3),
         nn.ReLU(),
@@ -182,8 +176,8 @@ def lenet_params(scale: float = 0.01, *, seed: int | None = None) -> list[torch.
         raise TypeError(f"scale must be a float, got {type(scale).__name__}")
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be a finite number > 0, got {scale}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+    if seed is not None:
+        check_int(seed, "seed", None, "or None")
     generator = None if seed is None else torch.Generator().manual_seed(seed)
     return [
         torch.randn(shape, generator=generator) * scale if len(shape) > 1 else torch.zeros(shape)
@@ -238,8 +232,7 @@ def init_weights(net: nn.Module, method: str = "xavier", *, seed: int = 0) -> nn
         raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
     if method not in ("xavier", "normal"):
         raise ValueError(f"method must be 'xavier' or 'normal', got {method!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    check_int(seed, "seed", None)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for module in net.modules():

@@ -27,6 +27,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from gpukit._checks import check_int
+
 __all__ = [
     "LaunchError",
     "allreduce",
@@ -198,7 +200,7 @@ def choose_backend(world_size: int) -> str:
         >>> choose_backend(1000)  # no machine has 1000 GPUs
         'gloo'
     """
-    _check_world_size(world_size)
+    check_int(world_size, "world_size")
     if torch.cuda.device_count() >= world_size and dist.is_nccl_available():
         return "nccl"
     return "gloo"
@@ -214,14 +216,6 @@ def rank_device() -> torch.device:
     if dist.is_available() and dist.is_initialized() and dist.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
-
-
-def _check_world_size(world_size: object) -> int:
-    if isinstance(world_size, bool) or not isinstance(world_size, int):
-        raise TypeError(f"world_size must be an int, got {type(world_size).__name__}")
-    if world_size < 1:
-        raise ValueError(f"world_size must be >= 1, got {world_size}")
-    return world_size
 
 
 def _free_port() -> int:
@@ -325,7 +319,7 @@ def launch(
             f"(new processes import it from there), got {module}.{qualname}: define it in "
             "a .py file, not in a notebook or inside another function"
         )
-    _check_world_size(world_size)
+    check_int(world_size, "world_size")
     if backend is None:
         backend = choose_backend(world_size)
     elif backend == "nccl":
@@ -449,17 +443,14 @@ def ring_allreduce_demo(
         >>> [r["max_abs_diff"] < 1e-5 for r in results]
         [True, True]
     """
-    _check_world_size(world_size)
-    for name, value in (("rank", rank), ("numel", numel), ("repeats", repeats)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    check_int(world_size, "world_size")
+    check_int(rank, "rank", None)
+    check_int(numel, "numel")
+    check_int(repeats, "repeats")
     if not 0 <= rank < world_size:
         raise ValueError(
             f"rank must be between 0 and world_size - 1 = {world_size - 1}, got {rank}"
         )
-    for name, value in (("numel", numel), ("repeats", repeats)):
-        if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
     device = rank_device()
     x = torch.randn(numel, generator=torch.Generator().manual_seed(rank)).to(device)
 

@@ -26,6 +26,8 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from gpukit._checks import check_int
+
 __all__ = ["Animator", "set_axes", "set_figsize", "use_svg_display"]
 
 # Fixed so that the ids matplotlib derives from it (clip paths, markers) are the same in
@@ -282,10 +284,7 @@ class Animator:
         ):
             raise TypeError(f"fmts must be a non-empty sequence of format strings, got {fmts!r}")
         for name, n in (("nrows", nrows), ("ncols", ncols)):
-            if isinstance(n, bool) or not isinstance(n, int):
-                raise TypeError(f"{name} must be an int >= 1, got {type(n).__name__}")
-            if n < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {n}")
+            check_int(n, name)
         size = _check_pair(figsize, "figsize", positive=True)
         self._labels = (xlabel, ylabel)
         self._scales = (xscale, yscale)

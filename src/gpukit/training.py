@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from gpukit._checks import check_int
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
 from gpukit.devices import try_all_gpus, try_gpu
 from gpukit.metrics import Accumulator, accuracy, evaluate_accuracy_gpu
@@ -70,10 +71,9 @@ def lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -
         1.0
     """
     _check_schedule(schedule)
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        raise ValueError(f"step must be an int >= 0, got {step!r}")
-    _check_positive(steps_per_epoch, "steps_per_epoch")
-    _check_positive(num_epochs, "num_epochs")
+    check_int(step, "step", 0)
+    check_int(steps_per_epoch, "steps_per_epoch")
+    check_int(num_epochs, "num_epochs")
     if schedule == "constant":
         return 1.0
     if step < steps_per_epoch:
@@ -189,7 +189,7 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
         tensor([0.9000], requires_grad=True)
     """
     _check_lr(lr)
-    _check_positive(batch_size, "batch_size")
+    check_int(batch_size, "batch_size")
     if isinstance(params, torch.Tensor) or not isinstance(params, Iterable):
         raise TypeError(f"params must be a list of tensors, got {type(params).__name__}")
     params = list(params)
@@ -207,14 +207,6 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
 # --------------------------------------------------------------------------- checks
 
 
-def _check_positive(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
-
-
 def _check_lr(lr: object) -> float:
     if isinstance(lr, bool) or not isinstance(lr, int | float):
         raise TypeError(f"lr must be a number, got {type(lr).__name__}")
@@ -228,14 +220,13 @@ def _check_common(
 ) -> None:
     if not isinstance(net, nn.Module):
         raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
-    _check_positive(num_epochs, "num_epochs")
+    check_int(num_epochs, "num_epochs")
     _check_lr(lr)
     if init not in ("xavier", "normal", None):
         raise ValueError(
             f"init must be 'xavier', 'normal' or None (keep the weights), got {init!r}"
         )
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    check_int(seed, "seed", None)
     _check_schedule(schedule)
 
 
@@ -676,15 +667,15 @@ def train_ddp(
     if net is None:
         net = resnet18(10)
     _check_common(net, num_epochs, lr, init, seed, schedule)
-    _check_positive(world_size, "world_size")
-    _check_positive(batch_size, "batch_size")
+    check_int(world_size, "world_size")
+    check_int(batch_size, "batch_size")
     if batch_size % world_size:
         raise ValueError(
             f"batch_size must be a multiple of world_size ({world_size}), got {batch_size}"
         )
     for name, value in (("n_train", n_train), ("n_test", n_test)):
         if value is not None:
-            _check_positive(value, name)
+            check_int(value, name)
     if n_train is not None and n_train < world_size:
         raise ValueError(f"n_train must be >= world_size ({world_size}), got {n_train}")
     if root is not None and not isinstance(root, str | Path):

@@ -83,7 +83,7 @@ def test_subplot_grid():
         ({"xscale": "linear!"}, ValueError, r"xscale must be one of \['linear'"),
         ({"fmts": ()}, TypeError, "fmts must be a non-empty sequence"),
         ({"fmts": "-"}, TypeError, "fmts must be"),
-        ({"nrows": 0}, ValueError, "nrows must be an int >= 1"),
+        ({"nrows": 0}, ValueError, "nrows must be >= 1"),
         ({"ncols": 1.0}, TypeError, "ncols must be an int"),
         ({"figsize": (3, 0)}, ValueError, "figsize must be a sequence of two positive numbers"),
     ],
