@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 
 def check_int(value: object, name: str, minimum: int | None = 1, hint: str = "") -> int:
     """Return ``value`` if it is an int ``>= minimum`` (any int when ``minimum`` is None).
@@ -23,3 +25,17 @@ def check_int(value: object, name: str, minimum: int | None = 1, hint: str = "")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}{note}, got {value}")
     return value
+
+
+def check_choice(value: object, name: str, choices: Collection[str]) -> str:
+    """Return ``value`` if it is one of ``choices``; the message lists them all.
+
+    Example:
+        >>> check_choice("cosine", "schedule", ["constant", "warmup-cosine"])
+        Traceback (most recent call last):
+        ...
+        ValueError: schedule must be one of ['constant', 'warmup-cosine'], got 'cosine'
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value  # type: ignore[return-value]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gpukit._checks import check_int
+from gpukit._checks import check_choice, check_int
 from gpukit.devices import existing_device, try_gpu
 from gpukit.timing import Timer, format_seconds
 
@@ -149,8 +149,7 @@ def _check_device(device: object) -> torch.device:
 def _check_dtype(dtype: object, device: torch.device) -> str:
     if not isinstance(dtype, str):
         raise TypeError(f"dtype must be a str such as 'fp32', got {type(dtype).__name__}")
-    if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+    check_choice(dtype, "dtype", _DTYPES)
     if dtype == "tf32" and device.type != "cuda":
         raise ValueError(
             "dtype 'tf32' is a tensor-core format of NVIDIA GPUs: it needs a CUDA device"
@@ -460,8 +459,7 @@ def peak_tflops(name: str, dtype: str = "fp32") -> float | None:
         raise TypeError(f"name must be a str (a GPU name), got {type(name).__name__}")
     if not isinstance(dtype, str):
         raise TypeError(f"dtype must be a str such as 'fp32', got {type(dtype).__name__}")
-    if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+    check_choice(dtype, "dtype", _DTYPES)
     model = name if name in PEAK_TFLOPS else None
     for pattern, candidate in _MODEL_PATTERNS:
         if model is None and re.search(pattern, name, flags=re.IGNORECASE):

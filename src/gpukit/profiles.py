@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from gpukit._checks import check_choice
 from gpukit.training import SCHEDULES
 
 __all__ = ["PROFILES", "Profile", "Workload", "current_profile"]
@@ -63,8 +64,7 @@ class Workload:
     schedule: str = "constant"
 
     def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {sorted(SCHEDULES)}, got {self.schedule!r}")
+        check_choice(self.schedule, "schedule", SCHEDULES)
 
     def describe(self) -> str:
         """One line with the amount of data and the settings, for page outputs."""

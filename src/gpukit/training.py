@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gpukit._checks import check_int
+from gpukit._checks import check_choice, check_int
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
 from gpukit.devices import try_all_gpus, try_gpu
 from gpukit.metrics import Accumulator, accuracy, evaluate_accuracy_gpu
@@ -84,8 +84,7 @@ def lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -
 
 
 def _check_schedule(schedule: object) -> None:
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {sorted(SCHEDULES)}, got {schedule!r}")
+    check_choice(schedule, "schedule", SCHEDULES)
 
 
 def _scheduler(
