@@ -1,6 +1,37 @@
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 # The build helpers live next to the tests (tests/ is not a package); bench/ is at the root.
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[1]))
+
+# Set on the GPU runner (.github/workflows/gpu-site.yml), as for `nox -s docs -- --require-gpus`.
+REQUIRE_GPUS = "GPUKIT_REQUIRE_GPUS"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"gpus(n): needs n CUDA GPUs; skipped on a machine with fewer, failed there when "
+        f"{REQUIRE_GPUS}=1 (the GPU runner, the only place where these tests can run)",
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    marker = item.get_closest_marker("gpus")
+    if marker is None:
+        return
+    wanted = marker.args[0] if marker.args else 1
+    import torch  # here, not at the top: the browser tests' environment has no torch
+
+    found = torch.cuda.device_count()
+    if found >= wanted:
+        return
+    reason = f"needs {wanted} CUDA GPU(s), this machine has {found}"
+    if os.environ.get(REQUIRE_GPUS, "") not in ("", "0"):
+        # A GPU run that skipped its GPU tests would pass while testing nothing of the GPU.
+        pytest.fail(f"{reason}, and {REQUIRE_GPUS} is set: this run must test the GPU code")
+    pytest.skip(reason)

@@ -280,6 +280,18 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     assert cached == ["docs/_build/.jupyter_cache"] * 2, cached
 
 
+def test_the_gpu_runner_runs_the_tests_that_need_a_gpu_before_building() -> None:
+    steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
+    runs = [step.get("run", "") for step in steps]
+    test = next(i for i, run in enumerate(runs) if "nox -s tests" in run)
+    build = next(i for i, run in enumerate(runs) if "nox -s docs" in run)
+    assert test < build, "a GPU bug in gpukit should stop the deployment before the long build"
+    args = runs[test].split(" -- ", 1)[1].split()
+    assert {"tests/gpukit", "--doctest-modules", "src"} <= set(args)
+    # There a missing GPU fails the tests instead of skipping them (tests/conftest.py).
+    assert steps[test]["env"]["GPUKIT_REQUIRE_GPUS"] == "1"
+
+
 def named_step(job: dict, prefix: str) -> dict:
     return next(step for step in job["steps"] if step.get("name", "").startswith(prefix))
 

@@ -22,8 +22,6 @@ from gpukit.measure import (
     time_op,
 )
 
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-
 
 # -- Measurement ----------------------------------------------------------------------------
 def test_measurement_text_names_device_time_and_rate():
@@ -163,7 +161,7 @@ def test_time_op_checks_arguments():
         time_op(lambda: None, device=3)  # type: ignore[arg-type]
 
 
-@needs_gpu
+@pytest.mark.gpus(1)
 def test_time_op_on_gpu_includes_queued_work():
     a = torch.randn(2048, 2048, device="cuda:0")
     total, per_call = time_op(lambda: a @ a, "cuda:0", repeats=5)
@@ -214,7 +212,7 @@ def test_copy_bandwidths_on_cpu_is_one_host_copy():
     ]
 
 
-@needs_gpu
+@pytest.mark.gpus(1)
 def test_copy_bandwidths_on_gpu():
     results = copy_bandwidths(2**20, "cuda:0", repeats=2)
     assert [m.what for m in results] == [
@@ -243,7 +241,7 @@ def test_launch_latency_checks_arguments():
         launch_latency("cpu", synchronize_each="yes")  # type: ignore[arg-type]
 
 
-@needs_gpu
+@pytest.mark.gpus(1)
 def test_launch_latency_on_gpu():
     m = launch_latency("cuda:0", repeats=100, synchronize_each=True)
     assert m.what == "tiny kernel, synchronize after each"
@@ -300,7 +298,7 @@ def test_matmul_dtypes_cpu():
     assert matmul_dtypes("cpu") == ["fp32"]
 
 
-@needs_gpu
+@pytest.mark.gpus(1)
 def test_matmul_on_gpu_every_dtype():
     for dtype in matmul_dtypes("cuda:0"):
         m = matmul_throughput(256, "cuda:0", dtype=dtype, repeats=2)

@@ -176,7 +176,7 @@ def test_evaluate_errors(net, data_iter, device, error, pattern):
         evaluate_accuracy_gpu(net, data_iter, device)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpus(1)
 def test_evaluate_on_the_model_device():
     net = identity_net().cuda()
     assert evaluate_accuracy_gpu(net, BATCHES) == 0.75  # CPU batches moved to the GPU

@@ -56,7 +56,7 @@ def test_split_batch_gives_every_device_a_part_where_scatter_would_not():
     assert [len(p) for p in X_parts] == [2, 2, 1, 1]
 
 
-@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="needs a GPU")
+@pytest.mark.gpus(1)
 def test_split_batch_moves_parts_to_their_devices():
     devices = [torch.device("cuda", 0), CPU]
     X_parts, y_parts = split_batch(torch.ones(5, 2), torch.ones(5), devices)
@@ -115,7 +115,7 @@ def test_allreduce_one_tensor_and_gradients():
     assert all(p.grad.tolist() == [6.0, 6.0] for p in w)
 
 
-@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="needs a GPU")
+@pytest.mark.gpus(1)
 def test_allreduce_across_devices():
     data = [torch.ones(3, device="cuda:0"), torch.full((3,), 2.0)]
     allreduce(data)
@@ -212,9 +212,10 @@ def echo_worker(rank: int, world_size: int, base: int) -> dict[str, int]:
     """Return what this rank knows, and a sum over the ranks through dist.all_reduce."""
     import os
 
-    total = torch.tensor([float(rank)])
+    total = torch.tensor([float(rank)], device=rank_device())
     dist.all_reduce(total)
     return {
+        "device": str(total.device),
         "rank": rank,
         "world_size": world_size,
         "env_rank": int(os.environ["RANK"]),
@@ -244,13 +245,24 @@ def test_launch_returns_each_ranks_value_in_rank_order():
     assert all(r["threads"] == max(1, (os.cpu_count() or 1) // 2) for r in results)
 
 
+@pytest.mark.gpus(1)
+def test_launch_gives_each_nccl_rank_its_own_gpu():
+    world_size = min(torch.cuda.device_count(), 2)
+    results = launch(echo_worker, world_size, 0, backend="nccl")
+    assert [r["device"] for r in results] == [f"cuda:{rank}" for rank in range(world_size)]
+    assert all(r["backend"] == "nccl" for r in results)
+    assert results[0]["sum"] == sum(range(world_size))
+
+
 def ring_worker(rank: int, world_size: int) -> list[float]:
     """Ring all-reduce tensors of several sizes and layouts; return the largest errors."""
     errors = []
     g = torch.Generator().manual_seed(rank)
+    device = rank_device()  # its GPU under NCCL
     # 2 elements on 3 ranks leaves a chunk empty; the transposed one is not contiguous.
     for x in (torch.randn(2, generator=g), torch.randn(7, 5, generator=g).T, torch.ones(())):
-        expected = x.clone()
+        x = x.to(device)
+        expected = x.clone(memory_format=torch.contiguous_format)  # NCCL wants contiguous
         dist.all_reduce(expected)
         y = x.clone()
         assert ring_allreduce(y) is y and y.shape == x.shape
@@ -264,6 +276,13 @@ def ring_worker(rank: int, world_size: int) -> list[float]:
 def test_ring_allreduce_matches_all_reduce():
     results = launch(ring_worker, 3, backend="gloo")
     assert len(results) == 3
+    assert all(e < 1e-5 for errors in results for e in errors)
+
+
+@pytest.mark.gpus(2)
+def test_ring_allreduce_over_nccl_between_two_gpus():
+    assert choose_backend(2) == "nccl"
+    results = launch(ring_worker, 2)
     assert all(e < 1e-5 for errors in results for e in errors)
 
 

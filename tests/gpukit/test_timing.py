@@ -166,11 +166,10 @@ def test_benchmark_argument_errors():
         Benchmark("x", device=1.5)
 
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 SLEEP_CYCLES = 200_000_000  # about 0.1 s on current GPUs
 
 
-@cuda
+@pytest.mark.gpus(1)
 def test_wall_clock_timer_waits_for_queued_gpu_work():
     torch.cuda.synchronize()
     start = time.perf_counter()
@@ -183,7 +182,7 @@ def test_wall_clock_timer_waits_for_queued_gpu_work():
     assert waited > 5 * queued
 
 
-@cuda
+@pytest.mark.gpus(1)
 def test_event_timer_measures_gpu_work():
     Timer("cuda:0").stop()  # warm-up
     timer = Timer("cuda:0")
@@ -195,7 +194,7 @@ def test_event_timer_measures_gpu_work():
     assert timer.device == torch.device("cuda", 0)
 
 
-@cuda
+@pytest.mark.gpus(1)
 def test_event_benchmark(capsys):
     with Benchmark("gpu", device="cuda"):
         torch.cuda._sleep(SLEEP_CYCLES)

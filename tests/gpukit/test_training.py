@@ -200,7 +200,7 @@ def test_train_data_parallel_reports_the_devices_really_used(capsys):
     assert single.note == "" and _numbers(single) == _numbers(result)
 
 
-@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="needs a GPU")
+@pytest.mark.gpus(1)
 def test_train_data_parallel_leaves_cpus_out():
     result = train_data_parallel(
         lenet(), _toy_batches(), _toy_batches(), 1, 0.1, ["cuda:0", "cpu"], plot=False
@@ -209,7 +209,7 @@ def test_train_data_parallel_leaves_cpus_out():
     assert result.note == "nn.DataParallel uses GPUs only: 1 of the 2 devices"
 
 
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.gpus(2)
 def test_train_data_parallel_on_two_gpus():
     result = train_data_parallel(
         lenet(), _toy_batches(), _toy_batches(), 1, 0.1, ["cuda:0", "cuda:1"], plot=False
@@ -289,6 +289,45 @@ def test_train_ddp_follows_the_schedule_in_every_process(fake_fashion_mnist):
         [0.1 * lr_factor("warmup-cosine", step, 3, 2) for step in (2, 5)]
     )
     assert "(warm-up + cosine decay)" in result.summary()
+
+
+@pytest.mark.gpus(1)
+def test_train_ch6_on_a_gpu_gives_the_weights_back_on_it():
+    batches = _toy_batches()
+    net = lenet()
+    result = train_ch6(net, batches, batches[:2], 1, 0.1, "cuda:0", plot=False, verbose=False)
+    assert result.devices == ["cuda:0"] and result.sec_per_epoch > 0
+    assert next(net.parameters()).device == torch.device("cuda", 0)
+
+
+# ---------------------------------------------------------------- DDP on GPUs (NCCL)
+
+
+@pytest.mark.gpus(1)
+def test_train_ddp_one_nccl_process_on_one_gpu(fake_fashion_mnist):
+    # The concise page's DDP run on a machine with exactly one GPU.
+    root = fake_fashion_mnist(n_train=48, n_test=20)
+    net = lenet()
+    result = train_ddp(1, 1, 0.1, 16, net=net, root=root, plot=False, verbose=False)
+    assert result.devices == ["cuda:0"]
+    assert result.note == "DistributedDataParallel, 1 nccl processes"
+    assert net[0].weight.device.type == "cpu"  # the caller's net stays where it was
+
+
+@pytest.mark.gpus(2)
+def test_train_ddp_two_nccl_processes_follow_the_schedule(fake_fashion_mnist, capsys):
+    root = fake_fashion_mnist(n_train=48, n_test=20)
+    net = lenet()
+    before = net[0].weight.detach().clone()
+    result = train_ddp(2, 2, 0.1, 16, net=net, root=root, schedule="warmup-cosine", plot=False)
+    assert "on [cuda:0, cuda:1] (DistributedDataParallel, 2 nccl processes)" in (
+        capsys.readouterr().out
+    )
+    assert [s.lr for s in result.history] == pytest.approx(
+        [0.1 * lr_factor("warmup-cosine", step, 3, 2) for step in (2, 5)]
+    )
+    assert all(0 <= s.test_acc <= 1 and s.seconds > 0 for s in result.history)
+    assert not torch.equal(net[0].weight, before)
 
 
 class _MainModule(nn.Module):
