@@ -709,7 +709,8 @@ def train_ddp(
         devices = [f"cuda:{i}" for i in range(world_size)]
     else:
         devices = ["cpu"] * world_size
-    note = f"DistributedDataParallel, {world_size} {backend} processes"
+    processes = "process" if world_size == 1 else "processes"
+    note = f"DistributedDataParallel, {world_size} {backend} {processes}"
     result = _result(
         history, devices, out["n_train"], out["n_test"], batch_size, float(lr), note, schedule
     )

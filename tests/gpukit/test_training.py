@@ -279,6 +279,12 @@ def test_train_ddp_two_gloo_processes(fake_fashion_mnist, capsys):
     assert [s.lr for s in result.history] == [0.1, 0.1]  # constant, D2L's
 
 
+def test_train_ddp_names_a_single_process_as_one(fake_fashion_mnist):
+    root = fake_fashion_mnist(n_train=16, n_test=8)
+    result = train_ddp(1, 1, 0.1, 16, net=lenet(), root=root, backend="gloo", plot=False)
+    assert result.devices == ["cpu"] and result.note == "DistributedDataParallel, 1 gloo process"
+
+
 def test_train_ddp_follows_the_schedule_in_every_process(fake_fashion_mnist):
     root = fake_fashion_mnist(n_train=48, n_test=20)  # 3 steps per epoch with batch 16
     result = train_ddp(
@@ -310,7 +316,7 @@ def test_train_ddp_one_nccl_process_on_one_gpu(fake_fashion_mnist):
     net = lenet()
     result = train_ddp(1, 1, 0.1, 16, net=net, root=root, plot=False, verbose=False)
     assert result.devices == ["cuda:0"]
-    assert result.note == "DistributedDataParallel, 1 nccl processes"
+    assert result.note == "DistributedDataParallel, 1 nccl process"
     assert net[0].weight.device.type == "cpu"  # the caller's net stays where it was
 
 
