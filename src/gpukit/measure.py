@@ -64,6 +64,8 @@ PEAK_TFLOPS: dict[str, dict[str, float]] = {
 
 # How the names that torch.cuda.get_device_name() returns map onto PEAK_TFLOPS, first match
 # first. Variants not listed (H200 NVL, H100 NVL, RTX 4090 D, ...) have other peaks: no match.
+# Neither does a MIG slice (a fraction of the GPU) or a laptop GPU (lower clocks and power).
+_PART_OF_A_GPU = r"\b(MIG|Laptop)\b"
 _MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"\bH200\b(?!.*\bNVL\b)", "H200 SXM"),
     (r"\bH100\b.*\bPCIe\b", "H100 PCIe"),
@@ -461,6 +463,8 @@ def peak_tflops(name: str, dtype: str = "fp32") -> float | None:
         raise TypeError(f"dtype must be a str such as 'fp32', got {type(dtype).__name__}")
     check_choice(dtype, "dtype", _DTYPES)
     model = name if name in PEAK_TFLOPS else None
+    if re.search(_PART_OF_A_GPU, name, flags=re.IGNORECASE):
+        return None
     for pattern, candidate in _MODEL_PATTERNS:
         if model is None and re.search(pattern, name, flags=re.IGNORECASE):
             model = candidate

@@ -466,7 +466,8 @@ def train_data_parallel(
         >>> r.devices, r.note
         (['cpu'], 'nn.DataParallel needs GPUs: 1 CPU replica instead of 2 devices')
         >>> if torch.cuda.device_count() >= 2:
-        ...     r = train_data_parallel(lenet(), [(X, y)], [(X, y)], 1, 0.1, ["cuda:0", "cuda:1"])
+        ...     r = train_data_parallel(lenet(), [(X, y)], [(X, y)], 1, 0.1, ["cuda:0", "cuda:1"],
+        ...                             plot=False, verbose=False)
     """
     _check_common(net, num_epochs, lr, init, seed, schedule)
     _check_batches(train_iter, "train_iter")

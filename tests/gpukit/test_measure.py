@@ -73,6 +73,9 @@ def test_peak_tflops_known_gpus(name, dtype, expected):
         ("NVIDIA H100 NVL", "bf16"),
         ("NVIDIA GeForce RTX 4090 D", "fp32"),
         ("NVIDIA GeForce RTX 3090", "fp32"),
+        ("NVIDIA H100 80GB HBM3 MIG 1g.10gb", "bf16"),  # a seventh of the GPU
+        ("NVIDIA A100-SXM4-40GB MIG 3g.20gb", "tf32"),
+        ("NVIDIA GeForce RTX 4090 Laptop GPU", "fp32"),
         ("Tesla V100-SXM2-16GB", "tf32"),  # no TF32 tensor cores before Ampere
         ("Tesla V100-SXM2-16GB", "bf16"),
         ("Intel(R) Xeon(R) Processor", "fp32"),

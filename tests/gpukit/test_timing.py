@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -104,17 +106,22 @@ def test_timer_cuda_device_without_cuda():
         Timer("cuda:0")
 
 
-def test_wall_clock_timer_synchronizes_every_initialized_gpu(monkeypatch):
+def test_wall_clock_timer_synchronizes_every_gpu_in_use(monkeypatch):
     calls: list[tuple[str, int]] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    reserved = {0: 0, 1: 0, 2: 2**20, 3: 0}  # bytes the allocator holds on each GPU
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda i: reserved[i])
     monkeypatch.setattr(torch.cuda, "synchronize", lambda i: calls.append(("sync", i)))
     timer = Timer()
-    assert calls == [("sync", 0), ("sync", 1)]  # start() waits for work queued before it
+    # start() waits for work queued before it on the current GPU and on any GPU holding
+    # memory; GPUs 0 and 3 were never used, and synchronizing would create a context there.
+    assert calls == [("sync", 1), ("sync", 2)]
     calls.clear()
     timer.stop()
-    assert calls == [("sync", 0), ("sync", 1)]
+    assert calls == [("sync", 1), ("sync", 2)]
 
 
 def test_wall_clock_timer_leaves_uninitialized_cuda_alone(monkeypatch):
@@ -180,6 +187,32 @@ def test_wall_clock_timer_waits_for_queued_gpu_work():
     torch.cuda._sleep(SLEEP_CYCLES)
     waited = timer.stop()
     assert waited > 5 * queued
+
+
+@pytest.mark.gpus(2)
+def test_wall_clock_timer_waits_for_work_queued_on_another_gpu():
+    x = torch.ones(1, device="cuda:1")  # GPU 1 is in use, GPU 0 stays the current device
+    torch.cuda.synchronize(1)
+    start = time.perf_counter()
+    with torch.cuda.device(1):
+        torch.cuda._sleep(SLEEP_CYCLES)
+    queued = time.perf_counter() - start
+    Timer().stop()
+    assert time.perf_counter() - start > 5 * queued
+    del x
+
+
+@pytest.mark.gpus(2)
+def test_wall_clock_timer_leaves_unused_gpus_alone():
+    # A fresh process: earlier tests in this one have used every GPU. Synchronizing a GPU
+    # creates a CUDA context on it; a DDP process must not open one on its neighbour's GPU.
+    code = (
+        "import torch; from gpukit.timing import Timer; "
+        "x = torch.ones(1, device='cuda:0'); Timer().stop(); "
+        "print(torch._C._cuda_hasPrimaryContext(1))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 @pytest.mark.gpus(1)
