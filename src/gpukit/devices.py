@@ -157,10 +157,20 @@ def describe_devices(devices: list[torch.device]) -> str:
     return text
 
 
+def _gpu_models() -> list[tuple[int, str]]:
+    """How many GPUs of each model, in the order of their indices: ``[(2, 'NVIDIA H200')]``."""
+    models: dict[str, int] = {}
+    for i in range(num_gpus()):
+        name = torch.cuda.get_device_name(i)
+        models[name] = models.get(name, 0) + 1
+    return [(count, name) for name, count in models.items()]
+
+
 def describe_machine() -> str:
     """Name this machine's compute devices in one phrase, e.g. for a page's provenance line.
 
-    ``"2 x NVIDIA H200 (CUDA 12.8)"`` with GPUs, ``"CPU only, 2 cores"`` without.
+    ``"2 x NVIDIA H200 (CUDA 12.8)"`` with GPUs (``"1 x NVIDIA A100-SXM4-40GB + 1 x Tesla T4
+    (CUDA 12.8)"`` with different ones), ``"CPU only, 2 cores"`` without.
 
     Example:
         >>> text = describe_machine()
@@ -171,7 +181,8 @@ def describe_machine() -> str:
     if n == 0:
         cores = os.cpu_count() or 1
         return f"CPU only, {cores} core{'s' if cores != 1 else ''}"
-    return f"{n} x {torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
+    gpus = " + ".join(f"{count} x {name}" for count, name in _gpu_models())
+    return f"{gpus} (CUDA {torch.version.cuda})"
 
 
 def hardware_signature() -> str:
@@ -181,11 +192,10 @@ def hardware_signature() -> str:
         >>> hardware_signature() == "cpu" or "x" in hardware_signature()
         True
     """
-    n = num_gpus()
-    if n == 0:
+    if num_gpus() == 0:
         return "cpu"
-    name = torch.cuda.get_device_name(0).replace(" ", "-")
-    return f"{n}x{name}"
+    # Every model counts: outputs and cached results of one set of GPUs are not another's.
+    return "+".join(f"{count}x{name.replace(' ', '-')}" for count, name in _gpu_models())
 
 
 def device_report() -> str:

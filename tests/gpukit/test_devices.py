@@ -36,6 +36,17 @@ def test_with_two_gpus_replicas_take_real_gpus_first(monkeypatch: pytest.MonkeyP
     assert gpukit.describe_devices(gpukit.replicas(2)) == "2 devices: cuda:0, cuda:1"
 
 
+def test_a_machine_with_different_gpus_names_each_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = ["NVIDIA A100-SXM4-40GB", "Tesla T4", "NVIDIA A100-SXM4-40GB"]
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: names[i])
+    assert gpukit.describe_machine().startswith("2 x NVIDIA A100-SXM4-40GB + 1 x Tesla T4 (CUDA ")
+    assert gpukit.hardware_signature() == "2xNVIDIA-A100-SXM4-40GB+1xTesla-T4"
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: "NVIDIA H200")
+    assert gpukit.describe_machine().startswith("3 x NVIDIA H200 (CUDA ")
+    assert gpukit.hardware_signature() == "3xNVIDIA-H200"
+
+
 def test_describe_devices_says_when_cpu_replicas_stand_in() -> None:
     text = gpukit.describe_devices([gpukit.cpu(), gpukit.cpu()])
     assert "CPU replicas standing in for GPUs" in text
