@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import runpy
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_SITE = FIXTURES / "site"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours: Sphinx colours its log when CI=true
 
 
 @dataclass
@@ -25,6 +27,16 @@ class Build:
 
     def page(self, name: str) -> str:
         return (self.html / f"{name}.html").read_text(encoding="utf-8")
+
+    def reports_failure_of(self, page: str) -> bool:
+        """Whether the log says that executing ``page`` (e.g. ``"page.md"``) failed.
+
+        Not just whether it names the page: myst-nb names every page it executes.
+        """
+        return any(
+            page in line and ("Executing notebook failed" in line or "ExecutionError" in line)
+            for line in ANSI.sub("", self.log).splitlines()
+        )
 
 
 def copy_fixture_site(dest: Path, name: str = "site") -> Path:

@@ -88,7 +88,7 @@ def test_failing_cell_fails_the_build_and_names_the_page(tmp_path: Path) -> None
     build = sphinx_build(site, "en", tmp_path / "out")
     assert build.returncode != 0
     # The message names the page, shows the failing cell and the error.
-    assert "page.md" in build.log
+    assert build.reports_failure_of("page.md")
     assert "1 / 0" in build.log
     assert "ZeroDivisionError" in build.log
 

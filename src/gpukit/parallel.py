@@ -28,6 +28,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from gpukit._checks import check_int
+from gpukit.devices import existing_device
 
 __all__ = [
     "LaunchError",
@@ -121,7 +122,7 @@ def get_params(params: Sequence[torch.Tensor], device: torch.device | str) -> li
     for i, p in enumerate(params):
         if not isinstance(p, torch.Tensor):
             raise TypeError(f"params[{i}] must be a torch.Tensor, got {type(p).__name__}")
-    dev = _check_devices([device])[0]
+    dev = existing_device(device)
     return [p.detach().to(dev, copy=True).requires_grad_() for p in params]
 
 

@@ -89,6 +89,7 @@ def test_prompts_and_session_output_are_not_copied(desktop, site) -> None:
 def test_prompts_of_the_sites_own_sessions_are_not_copied(desktop, site, name: str) -> None:
     desktop.goto(site.url(name), wait_until="load")
     blocks = desktop.locator("div.highlight:has(span.gp)").locator("..")
+    assert blocks.count() > 0, f"{name}: no block with a prompt"
     for i in range(min(blocks.count(), 10)):
         lines = blocks.nth(i).locator("pre").inner_text().splitlines()
         # copybutton keeps the lines with a prompt (without it) and the empty lines.

@@ -64,3 +64,4 @@ def test_executed_page_offers_its_notebook_and_colab(desktop_tab, site, name: st
 def test_page_without_code_offers_no_notebook(desktop_tab, site, name: str) -> None:
     desktop_tab.goto(site.url(name), wait_until="domcontentloaded")
     assert desktop_tab.locator(".notebook-links").count() == 0
+    assert desktop_tab.locator("a.notebook-download, a.notebook-colab").count() == 0

@@ -53,6 +53,7 @@ def test_median_page_is_light() -> None:
 
 
 def test_each_plot_is_a_small_svg() -> None:
+    assert plots(), "no plot found: the executed pages draw several"
     heavy = [
         f"{path.name} ({path.stat().st_size} bytes) on {page}"
         for path, page in plots().items()

@@ -149,7 +149,7 @@ def test_explicit_place_without_files_fails_without_falling_back(
     empty.mkdir()
     (empty / ALL_NAMES[0]).write_bytes(b"")
     monkeypatch.setenv("GPUKIT_DATA", str(empty))
-    with pytest.raises(DataNotFoundError, match="GPUKIT_DATA") as info:
+    with pytest.raises(DataNotFoundError, match="given by the GPUKIT_DATA environment") as info:
         find_fashion_mnist()
     message = str(info.value)
     assert str(empty) in message and ALL_NAMES[1] in message and ALL_NAMES[0] not in message
@@ -190,8 +190,9 @@ def test_not_found_error_lists_every_place_and_the_remedy(tmp_path):
     message = str(info.value)
     assert str(gd.SYSTEM_DIR) in message
     assert str(cache_folder(tmp_path)) in message
-    assert gd.BASE_URL in message and "offline (test)" in message
-    assert "apt install dataset-fashion-mnist" in message and "GPUKIT_DATA" in message
+    assert f"download from {gd.BASE_URL} into" in message and "offline (test)" in message
+    assert "apt install dataset-fashion-mnist" in message
+    assert "GPUKIT_DATA is not set" in message
     assert isinstance(info.value, FileNotFoundError)
     # One clear error, not a urllib traceback chained to it.
     assert info.value.__cause__ is None and info.value.__suppress_context__

@@ -115,9 +115,9 @@ def test_describe_device_cpu():
     [(0, TypeError), (["cpu"], TypeError), ("meta", ValueError), ("not-a-device", ValueError)],
 )
 def test_device_argument_is_checked(device, error):
-    with pytest.raises(error, match="device"):
+    with pytest.raises(error, match=r"^device must"):
         describe_device(device)
-    with pytest.raises(error, match="device"):
+    with pytest.raises(error, match=r"^device must"):
         launch_latency(device, repeats=1)
 
 
@@ -182,7 +182,7 @@ def test_host_memory_copy_on_cpu():
 
 @pytest.mark.parametrize("direction", ["host_to_device", "device_to_host"])
 def test_cpu_has_no_host_device_link(direction):
-    with pytest.raises(ValueError, match="direction"):
+    with pytest.raises(ValueError, match="needs a GPU: the CPU has no host<->device link"):
         copy_bandwidth(1024, "cpu", direction=direction)
 
 
@@ -283,7 +283,7 @@ def test_float32_matmul_modes_are_restored_after_an_error():
 
 
 def test_matmul_checks_arguments():
-    with pytest.raises(ValueError, match="tf32"):
+    with pytest.raises(ValueError, match=r"tf32' is a tensor-core format .* needs a CUDA device"):
         matmul_throughput(8, "cpu", dtype="tf32")
     with pytest.raises(ValueError, match="dtype"):
         matmul_throughput(8, "cpu", dtype="float32")

@@ -155,10 +155,11 @@ def test_get_params_copies_even_on_the_same_device():
         (torch.zeros(2), "cpu", TypeError),
         ([torch.zeros(2), 3], "cpu", TypeError),
         ([torch.zeros(2)], "nowhere", ValueError),
+        ([torch.zeros(2)], 2.5, TypeError),
     ],
 )
 def test_get_params_bad_arguments(params, device, error):
-    with pytest.raises(error, match=r"params|device"):
+    with pytest.raises(error, match=r"^(params|device)\b"):
         get_params(params, device)
 
 

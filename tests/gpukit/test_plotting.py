@@ -293,7 +293,7 @@ def test_executed_notebook_keeps_one_svg_and_every_printed_line():
     svg = images[0].data["image/svg+xml"]
     assert count == "10"
     assert hashlib.sha256(svg.encode()).hexdigest() == digest
-    assert all(o.output_type == "stream" for o in notebook.cells[0].outputs)
+    assert notebook.cells[0].outputs == []  # importing pyplot shows nothing (no empty PNG)
 
 
 def nbclient_kernel_manager(python: str):
