@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import pickle
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,7 +232,9 @@ def _check_common(
 def _check_batches(data_iter: object, name: str) -> None:
     if not isinstance(data_iter, Iterable) or isinstance(data_iter, torch.Tensor):
         raise TypeError(f"{name} must be an iterable of (X, y) minibatches, e.g. a DataLoader")
-    if iter(data_iter) is data_iter:  # type: ignore[call-overload]
+    # Not iter(data_iter) is data_iter: a DataLoader's iter() draws from its shuffling
+    # generator, and the check would change the batches of the run it checks.
+    if isinstance(data_iter, Iterator):
         raise TypeError(
             f"{name} is read once per epoch, so it must be a DataLoader or a list of (X, y) "
             "minibatches, not a one-shot iterator or generator"

@@ -15,6 +15,7 @@ from gpukit.profiles import PROFILES
 from gpukit.training import (
     EpochStats,
     TrainResult,
+    _check_batches,
     lr_factor,
     sgd,
     train_ch6,
@@ -277,6 +278,16 @@ def test_train_ddp_two_gloo_processes(fake_fashion_mnist, capsys):
     assert not torch.equal(net[0].weight, before)
     assert net[0].weight.device.type == "cpu"
     assert [s.lr for s in result.history] == [0.1, 0.1]  # constant, D2L's
+
+
+def test_checking_a_loader_leaves_its_shuffle_alone(fake_fashion_mnist):
+    # A DataLoader's iter() draws a seed from its generator: a check that called it would
+    # change the batches of the very run it checks.
+    root = fake_fashion_mnist(n_train=48, n_test=20)
+    checked, _ = load_data_fashion_mnist(8, root=root)
+    fresh, _ = load_data_fashion_mnist(8, root=root)
+    _check_batches(checked, "train_iter")
+    assert [y.tolist() for _, y in checked] == [y.tolist() for _, y in fresh]
 
 
 def test_train_ddp_names_a_single_process_as_one(fake_fashion_mnist):
