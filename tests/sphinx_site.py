@@ -8,6 +8,7 @@ import runpy
 import shutil
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,23 @@ class Build:
             page in line and ("Executing notebook failed" in line or "ExecutionError" in line)
             for line in ANSI.sub("", self.log).splitlines()
         )
+
+
+def machine_paths() -> list[str]:
+    """Substrings that would show where the build machine keeps its files."""
+    paths = {
+        str(Path.home()),
+        sys.prefix,
+        str(ROOT),
+        sysconfig.get_paths()["stdlib"],
+        "site-packages",
+        "dist-packages",
+        "/work/",
+        "/root/",
+        ".nox/",
+        "ipykernel_",  # the kernel's file for a cell's code: /tmp/ipykernel_<pid>/<n>.py
+    }
+    return sorted(p for p in paths if p not in ("", "/"))
 
 
 def copy_fixture_site(dest: Path, name: str = "site") -> Path:
