@@ -1,10 +1,11 @@
-"""Numbers that the prose quotes from a CPU-only quick build agree with that build's outputs.
+"""What the prose says about the outputs of a CPU-only (quick) build agrees with those outputs.
 
 The concise multi-GPU page explains its quick-profile outputs in words and numbers ("fell from
-0.63 to 0.24", "about three times too large", "near chance"). An unrelated change to gpukit can
-move the outputs (an argument check that drew one random number once did) and nothing else
-would notice that the text no longer describes the table above it. A site built with the full
-profile or on GPUs shows other numbers, which the prose does not quote: there this test skips.
+0.63 to 0.24", "about three times too large", "near chance"); the from-scratch page says that
+its replicas agree exactly. An unrelated change to gpukit can move the outputs (an argument
+check that drew one random number once did) and nothing else would notice that the text no
+longer describes the output above it. A site built on GPUs or with the full profile shows other
+numbers, which the prose does not quote: there these tests skip.
 """
 
 from __future__ import annotations
@@ -62,3 +63,19 @@ def test_concise_page_quotes_its_own_quick_outputs(desktop_tab, site, lang: str)
     eval_acc = float(EVAL_ACC.search(outputs).group(1))
     batch_acc = float(BATCH_ACC.search(outputs).group(1))
     assert batch_acc >= 2.5 * eval_acc, (eval_acc, batch_acc)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_from_scratch_page_replicas_agree_exactly_on_a_cpu(desktop_tab, site, lang: str) -> None:
+    # "The two replicas agree with each other exactly" and, in exercise 4, "the accuracy should
+    # equal the one measured on the first device alone" (TF32 on a GPU being the exception).
+    desktop_tab.goto(site.url(f"{lang}/multiple-gpus"), wait_until="domcontentloaded")
+    provenance = desktop_tab.locator("p.provenance").first.text_content()
+    if QUICK_CPU[lang][0] not in provenance:
+        pytest.skip(f"not a CPU-only build: {provenance}")
+    outputs = "\n".join(desktop_tab.locator("div.cell_output").all_text_contents())
+    assert re.search(r"replica 0 vs replica 1:\s+0\.0e\+00", outputs), outputs
+    multi, alone = re.search(
+        r"test acc on 2 devices: ([\d.]+), on cpu alone: ([\d.]+)", outputs
+    ).groups()
+    assert multi == alone
