@@ -276,8 +276,40 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     assert runs_on(build) == GPU_RUNNER
     commands = "\n".join(step.get("run", "") for step in build["steps"])
     assert "nox -s docs -- --profile full --require-gpus" in commands
-    cached = [step["with"]["path"] for step in build["steps"] if "/cache/" in step.get("uses", "")]
+    cached = [
+        step["with"]["path"]
+        for step in build["steps"]
+        if "/cache/" in step.get("uses", "") and "execution cache" in step["name"]
+    ]
     assert cached == ["docs/_build/.jupyter_cache"] * 2, cached
+
+
+def test_the_gpu_runner_benchmarks_itself_for_the_about_page(monkeypatch) -> None:
+    workflow = load(GITHUB / "workflows" / "gpu-site.yml")
+    steps = workflow["jobs"]["build"]["steps"]
+    names = [step.get("name", "") for step in steps]
+    restore, bench, save, build = (
+        names.index(next(n for n in names if n.startswith(prefix)))
+        for prefix in ("Restore the runner's latest benchmark", "Benchmark the runner",
+                       "Save the benchmark", "Build the site")
+    )  # fmt: skip
+    assert restore < bench < save < build  # the About page of this very build shows it
+    assert "nox -s bench -- --skip-build" in steps[bench]["run"]
+    # Weekly (the schedule) and on demand, not on every push.
+    assert "schedule" in steps[bench]["if"] and "inputs.bench" in steps[bench]["if"]
+    assert "bench" in triggers(workflow)["workflow_dispatch"]["inputs"]
+    # The files kept are exactly those the About page reads (conf/_ext/bench_table.py; it
+    # needs Sphinx and gpukit, which `nox -s workflows` does not install: there this skips).
+    monkeypatch.syspath_prepend(str(ROOT / "conf" / "_ext"))
+    tables_file = pytest.importorskip("bench_table").tables_file
+
+    build_dir = Path("docs/_build")
+    read = {str(build_dir / "bench.json")} | {
+        str(tables_file(build_dir, lang)) for lang in ("en", "zh")
+    }
+    for step in (steps[restore], steps[save]):
+        assert set(step["with"]["path"].split()) == read, step["with"]["path"]
+        assert step["with"]["key"] == "bench-${{ runner.name }}-${{ github.run_id }}"
 
 
 def test_the_gpu_runner_runs_the_tests_that_need_a_gpu_before_building() -> None:
@@ -316,6 +348,9 @@ def git(*args: str) -> str:
 def test_colab_links_open_the_notebooks_the_gpu_workflow_publishes(monkeypatch, tmp_path) -> None:
     """Run the workflow's own scripts on a small build, pushing to a local bare repository,
     and open each notebook at the path of the site's "Open in Colab" link."""
+    # conf.py (for the link) imports gpukit and torch: `nox -s tests` runs this test,
+    # `nox -s workflows` (no torch) cannot.
+    pytest.importorskip("torch", reason="conf.py needs torch, which nox -s workflows omits")
     workflow = load(GITHUB / "workflows" / "gpu-site.yml")
     build, publish = workflow["jobs"]["build"], workflow["jobs"]["notebooks"]
     assert publish["needs"] == "build" and "refs/heads/main" in publish["if"]
