@@ -74,9 +74,9 @@ def docs(session: nox.Session) -> None:
     for lang in LANGUAGES:
         sphinx_build(session, lang, "html", *args, env=env)
     shutil.copyfile(ROOT / "conf" / "root_index.html", BUILD / "html" / "index.html")
-    # myst-nb's scratch copies of the notebooks, without outputs and shared by both languages;
-    # each language publishes its own, with outputs, in <lang>/_notebooks.
-    shutil.rmtree(BUILD / "html" / "jupyter_execute", ignore_errors=True)
+    # html/jupyter_execute (myst-nb's scratch notebooks and the figures the pages depend on)
+    # stays: deleting it would make every later build read those pages again. The GPU
+    # workflow leaves it out of the deployed site.
     session.log(f"Open {BUILD / 'html' / 'index.html'}")
 
 

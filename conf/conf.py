@@ -15,7 +15,7 @@ sys.path.insert(0, str(CONF_DIR / "_ext"))
 sys.path.insert(1, str(ROOT))  # bench/, whose record the About page shows
 
 import gpukit  # noqa: E402
-from execution_cache import cache_folder  # noqa: E402
+from execution_cache import cache_folder, tree_hash  # noqa: E402
 
 # -- Language -------------------------------------------------------------------------------
 LANGUAGES = {"en": "en", "zh": "zh_CN"}
@@ -92,6 +92,16 @@ nb_execution_show_tb = True  # the failure names the page, the cell and the erro
 # for a slow shared 2-core machine (ResNet-18 cells took minutes under load there).
 nb_execution_timeout = {"quick": 600, "full": 3600}[profile.name]
 nb_merge_streams = True
+
+# Sphinx reads a page again when its source or a config value changes, not when the code of
+# an extension does. As a config value, the hash of conf/_ext makes an edited extension (pulled,
+# or saved while docs-live runs) read every page again; the outputs still come from the cache.
+site_extensions_hash = tree_hash(ROOT, ("conf/_ext",))
+
+
+def setup(app):
+    app.add_config_value("site_extensions_hash", "", "env", types=[str])
+
 
 # -- HTML (furo) ----------------------------------------------------------------------------
 html_theme = "furo"

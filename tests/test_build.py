@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 from bench.build import documents_read
 from bench.report import SCHEMA, write_json
-from sphinx_site import copy_fixture_site, sphinx_build
+from sphinx_site import ROOT, copy_fixture_site, load_conf, sphinx_build
 
 import gpukit
+
+sys.path.insert(0, str(ROOT / "conf" / "_ext"))
+from execution_cache import tree_hash
 
 EXECUTED = re.compile(r"Executing notebook|Executed notebook")
 # Sphinx's own warnings; ipykernel's "[IPKernelApp] WARNING | ..." line is not one.
@@ -76,6 +80,35 @@ def test_language_switcher_links_to_the_same_page(built: dict, lang, page, href)
     target = (built[lang].html / page).parent / href
     other = "zh" if lang == "en" else "en"
     assert target.resolve() == (built[other].html / f"{page}.html").resolve()
+
+
+def test_a_changed_extension_reads_every_page_again(monkeypatch, tmp_path: Path) -> None:
+    conf = load_conf(monkeypatch, "quick")
+    assert conf["site_extensions_hash"] == tree_hash(ROOT, ("conf/_ext",))
+    site, out = copy_fixture_site(tmp_path / "src"), tmp_path / "out"
+    assert sphinx_build(site, "en", out).returncode == 0
+    assert documents_read(sphinx_build(site, "en", out).log) == []
+    # What conf.py sets when a file of conf/_ext has changed.
+    changed = sphinx_build(site, "en", out, "-D", "site_extensions_hash=edited")
+    assert changed.returncode == 0, changed.log
+    assert set(documents_read(changed.log)) == {"index", "page", "part/nested"}
+
+
+def test_gpu_guard_stops_a_build_on_a_machine_with_too_few_gpus(tmp_path: Path) -> None:
+    # Under a folder named _build on purpose: the guard must still see the pages there.
+    site = copy_fixture_site(tmp_path / "_build" / "src")
+    page = site / "en" / "page.md"
+    wanted = gpukit.num_gpus() + 1
+    page.write_text(
+        page.read_text(encoding="utf-8").replace("---\n", f"---\ngpus: {wanted}\n", 1),
+        encoding="utf-8",
+    )
+    guarded = sphinx_build(site, "en", tmp_path / "out", env={"GPUKIT_REQUIRE_GPUS": "1"})
+    assert guarded.returncode != 0
+    assert f"page.md: wants {wanted} GPU(s)" in guarded.log
+    assert "Executing notebook" not in guarded.log  # it stops before executing anything
+    unguarded = sphinx_build(site, "en", tmp_path / "out2", env={"GPUKIT_REQUIRE_GPUS": "0"})
+    assert unguarded.returncode == 0, unguarded.log
 
 
 def test_failing_cell_fails_the_build_and_names_the_page(tmp_path: Path) -> None:

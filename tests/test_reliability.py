@@ -267,6 +267,15 @@ def test_cache_key_ignores_prose_and_bytecode(key_root: Path) -> None:
     assert execution_cache.cache_key(key_root, "quick") == key
 
 
+def test_cache_key_ignores_editor_lock_files(key_root: Path) -> None:
+    # Emacs marks an unsaved buffer with a dangling link ".#<name>"; docs-live rebuilds then.
+    key = execution_cache.cache_key(key_root, "quick")
+    gpukit_dir = key_root / "src" / "gpukit"
+    (gpukit_dir / ".#devices.py").symlink_to("user@host.1234:1700000000")
+    (gpukit_dir / ".#backup.py").write_text("X = 1\n", encoding="utf-8")
+    assert execution_cache.cache_key(key_root, "quick") == key
+
+
 def test_cache_key_names_profile_torch_and_hardware(key_root: Path) -> None:
     import torch
 

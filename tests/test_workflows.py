@@ -284,6 +284,15 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     assert cached == ["docs/_build/.jupyter_cache"] * 2, cached
 
 
+def test_the_deployed_site_leaves_out_myst_nbs_scratch_folder() -> None:
+    steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
+    uses = [step.get("uses", "") for step in steps]
+    runs = [step.get("run", "") for step in steps]
+    upload = next(i for i, action in enumerate(uses) if "upload-pages-artifact" in action)
+    removal = next(i for i, run in enumerate(runs) if "rm -rf docs/_build/html/jupyter_" in run)
+    assert removal < upload
+
+
 def test_the_gpu_runner_benchmarks_itself_for_the_about_page(monkeypatch, tmp_path) -> None:
     workflow = load(GITHUB / "workflows" / "gpu-site.yml")
     steps = workflow["jobs"]["build"]["steps"]

@@ -23,7 +23,9 @@ def tree_hash(root: Path, trees: tuple[str, ...] = HASHED_TREES) -> str:
     digest = hashlib.sha256()
     for tree in trees:
         for path in sorted((root / tree).rglob("*.py")):
-            if "__pycache__" in path.parts:
+            # Editors' lock files (".#devices.py", often a dangling link) and backups are
+            # not sources: hashing them would crash or re-execute the site for nothing.
+            if "__pycache__" in path.parts or path.name.startswith(".") or not path.is_file():
                 continue
             digest.update(path.relative_to(root).as_posix().encode())
             digest.update(b"\0")

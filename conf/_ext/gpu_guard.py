@@ -36,7 +36,8 @@ def gpus_wanted(srcdir: Path) -> dict[str, int]:
     """Pages (relative paths) and the GPUs their full run wants, for pages that want any."""
     wanted = {}
     for path in sorted(srcdir.rglob("*.md")):
-        if "_build" in path.parts:
+        # Relative: a checkout that happens to sit under a folder named _build is still read.
+        if "_build" in path.relative_to(srcdir).parts:
             continue
         gpus = front_matter(path).get("gpus", 0)
         if not isinstance(gpus, int) or gpus < 0:
