@@ -171,7 +171,9 @@ def read_myst(lines: list[str], page: Page, offset: int = 0) -> None:
                 if isinstance(options.get(key), str):
                     page.labels.add(options[key])
             if name == "code-cell":
-                source = "\n".join(content).strip("\n")
+                # Only the blank line after the options goes: myst-nb keeps a cell's trailing
+                # blank lines, so they change the notebook's hash (a zh build would execute it).
+                source = "\n".join(content).lstrip("\n")
                 argument = directive["argument"].strip()
                 page.cells.append(CodeCell(offset + i + 1, argument, options, source))
             elif name == "toctree":
