@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import ast
 import copy
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "conf" / "_ext"))
 
 from bench import report  # noqa: E402
 from bench.build import (  # noqa: E402

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,6 @@ from bench.report import SCHEMA, write_json
 from sphinx_site import ROOT, copy_fixture_site, load_conf, sphinx_build
 
 import gpukit
-
-sys.path.insert(0, str(ROOT / "conf" / "_ext"))
 from execution_cache import tree_hash
 
 EXECUTED = re.compile(r"Executing notebook|Executed notebook")

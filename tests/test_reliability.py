@@ -37,8 +37,6 @@ from sphinx_site import (
     sphinx_command,
 )
 
-sys.path.insert(0, str(ROOT / "conf" / "_ext"))
-
 import execution_cache
 from cache_repair import repair_cache
 

@@ -293,7 +293,7 @@ def test_the_deployed_site_leaves_out_myst_nbs_scratch_folder() -> None:
     assert removal < upload
 
 
-def test_the_gpu_runner_benchmarks_itself_for_the_about_page(monkeypatch, tmp_path) -> None:
+def test_the_gpu_runner_benchmarks_itself_for_the_about_page(tmp_path) -> None:
     workflow = load(GITHUB / "workflows" / "gpu-site.yml")
     steps = workflow["jobs"]["build"]["steps"]
     names = [step.get("name", "") for step in steps]
@@ -309,7 +309,6 @@ def test_the_gpu_runner_benchmarks_itself_for_the_about_page(monkeypatch, tmp_pa
     assert "bench" in triggers(workflow)["workflow_dispatch"]["inputs"]
     # The files kept are exactly those the About page reads (conf/_ext/bench_table.py; it
     # needs Sphinx and gpukit, which `nox -s workflows` does not install: there this skips).
-    monkeypatch.syspath_prepend(str(ROOT / "conf" / "_ext"))
     tables_file = pytest.importorskip("bench_table").tables_file
 
     # A build folder holding every tables file there could be: each language's own one counts.

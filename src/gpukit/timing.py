@@ -70,8 +70,9 @@ def _synchronize_all() -> None:
     # DDP process; and a CPU-only timing must not pay for (and be distorted by) CUDA start-up.
     # The allocator's statistics are read without touching a GPU.
     if torch.cuda.is_available() and torch.cuda.is_initialized():
+        current = torch.cuda.current_device()
         for i in range(torch.cuda.device_count()):
-            if i == torch.cuda.current_device() or torch.cuda.memory_reserved(i) > 0:
+            if i == current or torch.cuda.memory_reserved(i) > 0:
                 torch.cuda.synchronize(i)
 
 

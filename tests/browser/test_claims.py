@@ -32,8 +32,9 @@ QUOTED_ONE_DEVICE = {
 }
 
 
-def read(tab, site, lang: str) -> tuple[str, str, str]:
-    tab.goto(site.url(f"{lang}/{PAGE}"), wait_until="domcontentloaded")
+def read(tab, site, page: str) -> tuple[str, str, str]:
+    """A page's provenance line, the text of its cell outputs and the text of its prose."""
+    tab.goto(site.url(page), wait_until="domcontentloaded")
     provenance = tab.locator("p.provenance").first.text_content()
     outputs = "\n".join(tab.locator("div.cell_output").all_text_contents())
     prose = "\n".join(tab.locator("article p").all_text_contents())
@@ -42,7 +43,7 @@ def read(tab, site, lang: str) -> tuple[str, str, str]:
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_concise_page_quotes_its_own_quick_outputs(desktop_tab, site, lang: str) -> None:
-    provenance, outputs, prose = read(desktop_tab, site, lang)
+    provenance, outputs, prose = read(desktop_tab, site, f"{lang}/{PAGE}")
     if not all(marker in provenance for marker in QUICK_CPU[lang]):
         pytest.skip(f"not a CPU-only quick build: {provenance}")
     accuracy = {name: float(acc) for name, acc in ROWS.findall(outputs)}
@@ -69,11 +70,9 @@ def test_concise_page_quotes_its_own_quick_outputs(desktop_tab, site, lang: str)
 def test_from_scratch_page_replicas_agree_exactly_on_a_cpu(desktop_tab, site, lang: str) -> None:
     # "The two replicas agree with each other exactly" and, in exercise 4, "the accuracy should
     # equal the one measured on the first device alone" (TF32 on a GPU being the exception).
-    desktop_tab.goto(site.url(f"{lang}/multiple-gpus"), wait_until="domcontentloaded")
-    provenance = desktop_tab.locator("p.provenance").first.text_content()
+    provenance, outputs, _ = read(desktop_tab, site, f"{lang}/multiple-gpus")
     if QUICK_CPU[lang][0] not in provenance:
         pytest.skip(f"not a CPU-only build: {provenance}")
-    outputs = "\n".join(desktop_tab.locator("div.cell_output").all_text_contents())
     assert re.search(r"replica 0 vs replica 1:\s+0\.0e\+00", outputs), outputs
     multi, alone = re.search(
         r"test acc on 2 devices: ([\d.]+), on cpu alone: ([\d.]+)", outputs
