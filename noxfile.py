@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tomllib
 from pathlib import Path
 
@@ -73,7 +72,6 @@ def docs(session: nox.Session) -> None:
     env, args = split_profile(session.posargs)
     for lang in LANGUAGES:
         sphinx_build(session, lang, "html", *args, env=env)
-    shutil.copyfile(ROOT / "conf" / "root_index.html", BUILD / "html" / "index.html")
     # html/jupyter_execute (myst-nb's scratch notebooks and the figures the pages depend on)
     # stays: deleting it would make every later build read those pages again. The GPU
     # workflow leaves it out of the deployed site.
@@ -163,17 +161,3 @@ def parity(session: nox.Session) -> None:
     """
     session.install("pyyaml")
     session.run("python", "conf/parity.py", *session.posargs)
-
-
-@nox.session
-def bench(session: nox.Session) -> None:
-    """Build cost and compute speed of this machine: docs/_build/bench.json and bench.md.
-
-    Builds a temporary copy of the site step by step (cold, zh, no change, prose edit, code
-    edit), then times matmuls, copies and ResNet-18 training; the About page shows the tables
-    of the machine that builds it. ``-- --profile quick|full`` as for docs; other arguments go
-    to ``python -m bench.run`` (``--help``).
-    """
-    install(session, "docs")
-    env, args = split_profile(session.posargs)
-    session.run("python", "-m", "bench.run", *args, env=env)

@@ -6,13 +6,13 @@ is applied only after this file has run.
 """
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
 CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
 sys.path.insert(0, str(CONF_DIR / "_ext"))
-sys.path.insert(1, str(ROOT))  # bench/, whose record the About page shows
 
 import gpukit  # noqa: E402
 from execution_cache import cache_folder, tree_hash  # noqa: E402
@@ -43,7 +43,6 @@ extensions = [
     "language_switch",
     "cjk_linebreaks",  # a line break between Chinese characters is not a space
     "provenance",
-    "bench_table",  # the About page shows `nox -s bench` of this machine
     "gpu_guard",
     "raises_check",  # a cell tagged raises-exception must raise
     "cache_repair",  # an interrupted build leaves no half-written cache entry behind
@@ -79,7 +78,7 @@ profile = gpukit.current_profile()
 os.environ[gpukit.profiles.ENV_VAR] = profile.name
 os.environ["IPYTHONDIR"] = str(CONF_DIR / "ipython")
 # Idle OpenMP threads sleep instead of spinning: on a busy 2-core machine spinning threads
-# made small training steps 5-20x slower (measured by nox -s bench).
+# made small training steps 5-20x slower (measured on a 2-core machine).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 nb_execution_mode = "cache"
@@ -99,8 +98,15 @@ nb_merge_streams = True
 site_extensions_hash = tree_hash(ROOT, ("conf/_ext",))
 
 
+def copy_root_index(app, exception) -> None:
+    """The site's root, ``<outdir>/../index.html``, sends a reader to zh/ or en/."""
+    if exception is None and app.builder.format == "html":
+        shutil.copyfile(CONF_DIR / "root_index.html", Path(app.outdir).parent / "index.html")
+
+
 def setup(app):
     app.add_config_value("site_extensions_hash", "", "env", types=[str])
+    app.connect("build-finished", copy_root_index)
 
 
 # -- HTML (furo) ----------------------------------------------------------------------------

@@ -17,7 +17,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_SITE = FIXTURES / "site"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours: Sphinx colours its log when CI=true
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # colours: Sphinx colours its log when CI=true
+# myst-nb logs "<path>/<page>.md: Executing notebook using local CWD [mystnb]" for every page it
+# executes, and nothing like it for a page taken from the execution cache.
+EXECUTING = re.compile(r"([\w.-]+)\.md: Executing notebook", re.MULTILINE)
+# Sphinx names each document it reads ("reading sources... [ 50%] about"); with colours on
+# (FORCE_COLOR, some CI runners) the lines are not even separated by a line break.
+READING = re.compile(r"reading sources\.\.\.\s+\[\s*\d+%\]\s+(\S+)")
 
 
 @dataclass
@@ -38,6 +44,16 @@ class Build:
             page in line and ("Executing notebook failed" in line or "ExecutionError" in line)
             for line in ANSI.sub("", self.log).splitlines()
         )
+
+
+def executed_pages(log: str) -> list[str]:
+    """The pages a build log says were executed (not taken from the execution cache)."""
+    return EXECUTING.findall(ANSI.sub(" ", log))
+
+
+def documents_read(log: str) -> list[str]:
+    """The documents a build log says were read (parsed), in order, without repeats."""
+    return list(dict.fromkeys(READING.findall(ANSI.sub(" ", log))))
 
 
 def machine_paths() -> list[str]:

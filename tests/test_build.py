@@ -7,14 +7,18 @@ import re
 from pathlib import Path
 
 import pytest
-from bench.build import documents_read
-from bench.report import SCHEMA, write_json
-from sphinx_site import ROOT, copy_fixture_site, load_conf, sphinx_build
+from sphinx_site import (
+    ROOT,
+    copy_fixture_site,
+    documents_read,
+    executed_pages,
+    load_conf,
+    sphinx_build,
+)
 
 import gpukit
 from execution_cache import tree_hash
 
-EXECUTED = re.compile(r"Executing notebook|Executed notebook")
 # Sphinx's own warnings; ipykernel's "[IPKernelApp] WARNING | ..." line is not one.
 SPHINX_WARNING = re.compile(r"(^|: )WARNING: ", re.MULTILINE)
 
@@ -39,8 +43,8 @@ def test_executed_output_lands_in_the_html(built: dict) -> None:
 
 
 def test_second_language_executes_no_notebook(built: dict) -> None:
-    assert EXECUTED.search(built["en"].log), "the first language should execute the page"
-    assert not EXECUTED.search(built["zh"].log), built["zh"].log
+    assert executed_pages(built["en"].log) == ["page"], "the first language executes the page"
+    assert executed_pages(built["zh"].log) == [], built["zh"].log
     assert "Using cached notebook" in built["zh"].log
 
 
@@ -169,25 +173,18 @@ def test_chinese_lines_join_without_a_space(built: dict) -> None:
 
 
 def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) -> None:
-    """``{build-info}`` and ``{bench-table}`` show facts from outside their page: the page is
+    """``{build-info}`` shows facts from outside its page (the machine, the date): the page is
     read on every build (conf/_ext/always_reread.py), and no longer once it drops them."""
     site = copy_fixture_site(tmp_path / "src")
     about = site / "en" / "about.md"
-    about.write_text("# About\n\n```{build-info}\n```\n\n```{bench-table}\n```\n", "utf-8")
+    about.write_text("# About\n\n```{build-info}\n```\n", "utf-8")
     index = site / "en" / "index.md"
     index.write_text(index.read_text("utf-8").replace("page\n", "page\nabout\n"), "utf-8")
     out = tmp_path / "out"
     assert sphinx_build(site, "en", out).returncode == 0
-
-    # A benchmark of this machine appears: the next build shows it without any page edit.
-    bench_dir = site / "_build"
-    machine = {"hardware_signature": gpukit.hardware_signature(), "description": "this one"}
-    write_json({"schema": SCHEMA, "machine": machine}, bench_dir / "bench.json")
-    (bench_dir / "bench.md").write_text("Bench table of this machine, run 2.\n", "utf-8")
     again = sphinx_build(site, "en", out)
     assert again.returncode == 0, again.log
     assert documents_read(again.log) == ["about"]
-    assert "Bench table of this machine, run 2." in again.page("about")
     # The build facts name the workloads the pages really ran.
     text = " ".join(re.sub(r"<[^>]+>", " ", again.page("about")).split())
     profile = gpukit.current_profile()
@@ -197,3 +194,8 @@ def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) 
     about.write_text("# About\n\nNothing from outside this page.\n", "utf-8")
     assert documents_read(sphinx_build(site, "en", out).log) == ["about"]  # changed
     assert documents_read(sphinx_build(site, "en", out).log) == []
+
+
+def test_the_build_writes_the_sites_root_page(built: dict) -> None:
+    root = (built["en"].html.parent / "index.html").read_text("utf-8")
+    assert 'href="en/' in root and 'href="zh/' in root, root

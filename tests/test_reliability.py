@@ -31,6 +31,7 @@ from sphinx_site import (
     ROOT,
     Build,
     copy_fixture_site,
+    executed_pages,
     load_conf,
     machine_paths,
     sphinx_build,
@@ -42,8 +43,6 @@ from cache_repair import repair_cache
 
 LANG = "en"
 PAGES = ("outputs", "plain")  # the executed pages of tests/fixtures/reliability
-# myst-nb logs "<path>/<page>.md: Executing notebook using local CWD [mystnb]" per executed page.
-EXECUTING = re.compile(r"([\w.-]+)\.md: Executing notebook", re.MULTILINE)
 # Everything in an output that reports a wall-clock time or a rate derived from one.
 TIMES = [
     re.compile(r"\d+\.\d+ sec\b"),  # gpukit.timing.format_seconds
@@ -89,10 +88,6 @@ def write_fashion_mnist(folder: Path, n_train: int = 96, n_test: int = 48) -> Pa
             payload = gzip.compress(header + array.tobytes(), mtime=0)
             (folder / f"{prefix}-{kind}-ubyte.gz").write_bytes(payload)
     return folder
-
-
-def executed_pages(log: str) -> list[str]:
-    return EXECUTING.findall(log)
 
 
 def executed_outputs(cache: Path) -> dict[str, list[list[str]]]:
@@ -277,13 +272,29 @@ def test_cache_key_ignores_editor_lock_files(key_root: Path) -> None:
 def test_cache_key_names_profile_torch_and_hardware(key_root: Path) -> None:
     import torch
 
-    import gpukit
-
     quick = execution_cache.cache_key(key_root, "quick")
     full = execution_cache.cache_key(key_root, "full")
     assert quick != full
-    assert quick.startswith(gpukit.hardware_signature() + "-quick-")
+    assert quick.startswith(execution_cache.hardware_signature() + "-quick-")
     assert f"-torch{torch.__version__.split('+')[0]}-" in quick
+
+
+def test_cache_key_tells_cpu_machines_apart(key_root: Path, monkeypatch) -> None:
+    # A copied docs/_build or a shared CI cache must not show one CPU's outputs as another's:
+    # training ends at other accuracies under other kernels.
+    from gpukit import devices
+
+    monkeypatch.setattr(devices, "num_gpus", lambda: 0)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    keys = {execution_cache.cache_key(key_root, "quick")}
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
+    keys.add(execution_cache.cache_key(key_root, "quick"))
+    monkeypatch.setattr(devices, "_cpu_model", lambda: "Intel(R) Xeon(R) CPU @ 2.20GHz")
+    keys.add(execution_cache.cache_key(key_root, "quick"))
+    monkeypatch.setattr(devices.os, "cpu_count", lambda: 64)
+    keys.add(execution_cache.cache_key(key_root, "quick"))
+    assert len(keys) == 4, keys
+    assert all(re.fullmatch(r"[\w.+=-]+", key) for key in keys), keys
 
 
 def test_conf_puts_the_cache_in_the_keyed_folder(monkeypatch) -> None:

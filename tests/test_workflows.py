@@ -293,36 +293,6 @@ def test_the_deployed_site_leaves_out_myst_nbs_scratch_folder() -> None:
     assert removal < upload
 
 
-def test_the_gpu_runner_benchmarks_itself_for_the_about_page(tmp_path) -> None:
-    workflow = load(GITHUB / "workflows" / "gpu-site.yml")
-    steps = workflow["jobs"]["build"]["steps"]
-    names = [step.get("name", "") for step in steps]
-    restore, bench, save, build = (
-        names.index(next(n for n in names if n.startswith(prefix)))
-        for prefix in ("Restore the runner's latest benchmark", "Benchmark the runner",
-                       "Save the benchmark", "Build the site")
-    )  # fmt: skip
-    assert restore < bench < save < build  # the About page of this very build shows it
-    assert "nox -s bench -- --skip-build" in steps[bench]["run"]
-    # Weekly (the schedule) and on demand, not on every push.
-    assert "schedule" in steps[bench]["if"] and "inputs.bench" in steps[bench]["if"]
-    assert "bench" in triggers(workflow)["workflow_dispatch"]["inputs"]
-    # The files kept are exactly those the About page reads (conf/_ext/bench_table.py; it
-    # needs Sphinx and gpukit, which `nox -s workflows` does not install: there this skips).
-    tables_file = pytest.importorskip("bench_table").tables_file
-
-    # A build folder holding every tables file there could be: each language's own one counts.
-    for lang in ("en", "zh"):
-        (tmp_path / f"bench.{lang}.md").write_text("", encoding="utf-8")
-    (tmp_path / "bench.md").write_text("", encoding="utf-8")
-    read = {"docs/_build/bench.json"} | {
-        f"docs/_build/{tables_file(tmp_path, lang).name}" for lang in ("en", "zh")
-    }
-    for step in (steps[restore], steps[save]):
-        assert set(step["with"]["path"].split()) == read, step["with"]["path"]
-        assert step["with"]["key"] == "bench-${{ runner.name }}-${{ github.run_id }}"
-
-
 def test_the_gpu_runner_runs_the_tests_that_need_a_gpu_before_building() -> None:
     steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
     runs = [step.get("run", "") for step in steps]
@@ -412,3 +382,15 @@ def test_colab_links_open_the_notebooks_the_gpu_workflow_publishes(monkeypatch, 
         assert git("--git-dir", str(remote), "show", f"{branch}:{path}") == text
     readme = git("--git-dir", str(remote), "show", f"{branch}:README.md")
     assert "0123abc" in readme and "do not edit" in readme
+
+
+def test_ci_runs_the_readmes_setup_and_test_command() -> None:
+    """CI proves the README: its first command block (setup, then every check) is what
+    ``.ci/run`` runs, line for line, comments aside."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", readme, re.DOTALL).group(1)
+    commands = [line.split("#")[0].strip() for line in block.splitlines()]
+    setup, check = commands[0], commands[-1]
+    assert "venv" in setup and check.endswith("nox"), commands
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()]
+    assert ci_lines.index(setup) < ci_lines.index(check), ci_lines

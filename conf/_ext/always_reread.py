@@ -1,7 +1,7 @@
 """Pages that show something besides their source are read again by every build.
 
 Sphinx reads a page again only when its source changed. A directive whose output comes from
-elsewhere (the machine, today's date, the latest benchmark) would then keep showing what it
+elsewhere (the machine, today's date) would then keep showing what it
 found when the page was last read. Such a directive calls :func:`reread_every_build` for its
 page; this extension hands those pages to Sphinx as outdated on every build. A page is
 forgotten when it is read again, so one that drops the directive is soon read only as usual.

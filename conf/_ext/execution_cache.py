@@ -8,6 +8,7 @@ its own; an output is never stale after a helper change and never mixed between 
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import torch
@@ -33,10 +34,17 @@ def tree_hash(root: Path, trees: tuple[str, ...] = HASHED_TREES) -> str:
     return digest.hexdigest()
 
 
+def hardware_signature() -> str:
+    """:func:`gpukit.describe_machine` as a folder name, e.g. ``2-x-NVIDIA-H200-CUDA-13.0`` or
+    ``CPU-only-2-cores-AMD-EPYC-7B13-AVX2-kernels``: outputs computed on one machine (one CPU
+    model, core count and choice of kernels) are never shown as another's."""
+    return re.sub(r"[^A-Za-z0-9.+_=]+", "-", gpukit.describe_machine()).strip("-")
+
+
 def cache_key(root: Path, profile: str) -> str:
-    """E.g. ``cpu-quick-torch2.13.0-1a2b3c4d5e6f`` or ``2xNVIDIA-H200-full-torch2.13.0-...``."""
+    """E.g. ``CPU-only-2-cores-AMD-EPYC-AVX2-kernels-quick-torch2.13.0-1a2b3c4d5e6f``."""
     torch_version = torch.__version__.split("+")[0]
-    return f"{gpukit.hardware_signature()}-{profile}-torch{torch_version}-{tree_hash(root)[:12]}"
+    return f"{hardware_signature()}-{profile}-torch{torch_version}-{tree_hash(root)[:12]}"
 
 
 def cache_folder(parent: Path, root: Path, profile: str) -> Path:

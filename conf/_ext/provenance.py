@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
+import re
 from importlib.metadata import version
 from typing import Any
 
@@ -46,7 +47,8 @@ TEXT = {
             "会看到什么。"
         ),
         "none": "没有 GPU",
-        "cpu_only": "仅 CPU，{cores} 核",
+        # describe_machine()'s words, the CPU model and its kernels stay as they are.
+        "cpu_only": (r"^CPU only, (\d+) cores?", r"仅 CPU，\1 核"),
         "some": "只有 {n} 块 GPU",
     },
 }
@@ -73,8 +75,8 @@ def add_provenance(
 ) -> None:
     text = TEXT[app.config.site_language]
     facts = dict(app.env.gpukit_facts)
-    if gpukit.num_gpus() == 0 and "cpu_only" in text:
-        facts["machine"] = text["cpu_only"].format(cores=os.cpu_count() or 1)
+    if "cpu_only" in text:
+        facts["machine"] = re.sub(*text["cpu_only"], facts["machine"])
     metadata = app.env.metadata.get(pagename, {})
     executed = "kernelspec" in metadata
     context["provenance"] = text["line" if executed else "site_line"].format(**facts)

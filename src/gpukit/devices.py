@@ -9,8 +9,11 @@ code runs on a laptop without a GPU, on one GPU and on many.
 from __future__ import annotations
 
 import os
+import platform
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import torch
 
@@ -23,7 +26,6 @@ __all__ = [
     "device_report",
     "existing_device",
     "gpu",
-    "hardware_signature",
     "num_gpus",
     "replicas",
     "try_all_gpus",
@@ -166,11 +168,29 @@ def _gpu_models() -> list[tuple[int, str]]:
     return [(count, name) for name, count in models.items()]
 
 
+# Environment variables that lower the instruction set of oneDNN's and MKL's CPU kernels (ATen's
+# own choice, ATEN_CPU_CAPABILITY, shows in torch.backends.cpu.get_cpu_capability()).
+KERNEL_SETTINGS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+
+
+def _cpu_model() -> str:
+    """The processor's name as the operating system reports it, e.g. ``'AMD EPYC 7B13'``."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        cpuinfo = ""
+    found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+    return " ".join(found.group(1).split()) if found else platform.processor() or "unknown CPU"
+
+
 def describe_machine() -> str:
     """Name this machine's compute devices in one phrase, e.g. for a page's provenance line.
 
-    ``"2 x NVIDIA H200 (CUDA 12.8)"`` with GPUs (``"1 x NVIDIA A100-SXM4-40GB + 1 x Tesla T4
-    (CUDA 12.8)"`` with different ones), ``"CPU only, 2 cores"`` without.
+    ``"2 x NVIDIA H200 (CUDA 13.0)"`` with GPUs (``"1 x NVIDIA A100-SXM4-40GB + 1 x Tesla T4
+    (CUDA 13.0)"`` with different ones). Without a GPU it names what changes a CPU's results:
+    ``"CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels)"``, plus any setting that lowers
+    oneDNN's or MKL's kernels, such as ``ONEDNN_MAX_CPU_ISA=SSE41``: the same training run
+    ends at different accuracies under different kernels.
 
     Example:
         >>> text = describe_machine()
@@ -180,22 +200,11 @@ def describe_machine() -> str:
     n = num_gpus()
     if n == 0:
         cores = os.cpu_count() or 1
-        return f"CPU only, {cores} core{'s' if cores != 1 else ''}"
+        details = [_cpu_model(), f"{torch.backends.cpu.get_cpu_capability()} kernels"]
+        details += [f"{name}={os.environ[name]}" for name in KERNEL_SETTINGS if name in os.environ]
+        return f"CPU only, {cores} core{'s' if cores != 1 else ''} ({', '.join(details)})"
     gpus = " + ".join(f"{count} x {name}" for count, name in _gpu_models())
     return f"{gpus} (CUDA {torch.version.cuda})"
-
-
-def hardware_signature() -> str:
-    """Name the hardware in a form usable in folder names, e.g. ``cpu`` or ``2xNVIDIA-H200``.
-
-    Example:
-        >>> hardware_signature() == "cpu" or "x" in hardware_signature()
-        True
-    """
-    if num_gpus() == 0:
-        return "cpu"
-    # Every model counts: outputs and cached results of one set of GPUs are not another's.
-    return "+".join(f"{count}x{name.replace(' ', '-')}" for count, name in _gpu_models())
 
 
 def device_report() -> str:

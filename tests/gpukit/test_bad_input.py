@@ -25,7 +25,6 @@ NO_ARGUMENTS = {
     "current_profile",  # reads GPUKIT_PROFILE: its bad values are a case below
     "describe_machine",
     "device_report",
-    "hardware_signature",
     "num_gpus",
     "rank_device",
     "try_all_gpus",

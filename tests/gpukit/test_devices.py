@@ -23,8 +23,19 @@ def test_without_gpus_everything_lands_on_the_cpu(monkeypatch: pytest.MonkeyPatc
     assert gpukit.try_gpu() == gpukit.cpu()
     assert gpukit.try_all_gpus() == [gpukit.cpu()]
     assert gpukit.replicas(3) == [gpukit.cpu()] * 3
-    assert gpukit.hardware_signature() == "cpu"
     assert gpukit.describe_machine().startswith("CPU only, ")
+
+
+def test_a_cpu_machine_is_named_by_what_changes_its_results(monkeypatch) -> None:
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(devices, "_cpu_model", lambda: "AMD EPYC 7B13")
+    monkeypatch.setattr(devices.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("MKL_ENABLE_INSTRUCTIONS", raising=False)
+    kernels = torch.backends.cpu.get_cpu_capability()
+    assert gpukit.describe_machine() == f"CPU only, 2 cores (AMD EPYC 7B13, {kernels} kernels)"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
+    assert gpukit.describe_machine().endswith(f"{kernels} kernels, ONEDNN_MAX_CPU_ISA=SSE41)")
 
 
 def test_with_two_gpus_replicas_take_real_gpus_first(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,10 +50,8 @@ def test_a_machine_with_different_gpus_names_each_model(monkeypatch: pytest.Monk
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: names[i])
     assert gpukit.describe_machine().startswith("2 x NVIDIA A100-SXM4-40GB + 1 x Tesla T4 (CUDA ")
-    assert gpukit.hardware_signature() == "2xNVIDIA-A100-SXM4-40GB+1xTesla-T4"
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: "NVIDIA H200")
     assert gpukit.describe_machine().startswith("3 x NVIDIA H200 (CUDA ")
-    assert gpukit.hardware_signature() == "3xNVIDIA-H200"
 
 
 def test_describe_devices_says_when_cpu_replicas_stand_in() -> None:
