@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from pathlib import Path
 
 import nox
+
+sys.path.insert(0, str(Path(__file__).parent / "conf"))
+from languages import LANGUAGES, sphinx_build_args
 
 nox.options.sessions = ["lint", "tests", "docs", "browser", "doctest"]
 nox.options.reuse_venv = "yes"
@@ -14,7 +18,6 @@ nox.options.reuse_venv = "yes"
 ROOT = Path(__file__).parent
 DOCS = ROOT / "docs"
 BUILD = DOCS / "_build"
-LANGUAGES = ("en", "zh")  # English first: the Chinese build then finds every notebook cached
 PROFILES = ("quick", "full")
 
 
@@ -50,18 +53,7 @@ def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def sphinx_build(session: nox.Session, lang: str, builder: str, *args: str, **kw) -> None:
-    session.run(
-        "sphinx-build",
-        "-b", builder,
-        "-t", lang,
-        "-c", "conf",
-        "-d", str(BUILD / "doctrees" / builder / lang),
-        "-W", "--keep-going", "-n",
-        str(DOCS / lang),
-        str(BUILD / builder / lang),
-        *args,
-        **kw,
-    )  # fmt: skip
+    session.run("sphinx-build", *sphinx_build_args(DOCS, BUILD, lang, builder), *args, **kw)
 
 
 # -- Sessions -------------------------------------------------------------------------------
@@ -75,7 +67,6 @@ def docs(session: nox.Session) -> None:
     # html/jupyter_execute (myst-nb's scratch notebooks and the figures the pages depend on)
     # stays: deleting it would make every later build read those pages again. The GPU
     # workflow leaves it out of the deployed site.
-    session.log(f"Open {BUILD / 'html' / 'index.html'}")
 
 
 @nox.session

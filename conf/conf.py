@@ -13,17 +13,19 @@ from pathlib import Path
 CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
 sys.path.insert(0, str(CONF_DIR / "_ext"))
+sys.path.insert(1, str(CONF_DIR))
+
+from languages import LANGUAGES  # noqa: E402
 
 import gpukit  # noqa: E402
 from execution_cache import cache_folder, tree_hash  # noqa: E402
 
 # -- Language -------------------------------------------------------------------------------
-LANGUAGES = {"en": "en", "zh": "zh_CN"}
 chosen = [code for code in LANGUAGES if tags.has(code)]  # noqa: F821 (Sphinx injects `tags`)
 if len(chosen) != 1:
     raise RuntimeError(f"pass exactly one language tag, -t en or -t zh (got {chosen or 'none'})")
 site_language = chosen[0]
-language = LANGUAGES[site_language]
+language = LANGUAGES[site_language].locale
 locale_dirs = [str(CONF_DIR / "locales")]  # Chinese strings for the theme
 
 # -- Project --------------------------------------------------------------------------------
@@ -91,6 +93,9 @@ nb_execution_show_tb = True  # the failure names the page, the cell and the erro
 # for a slow shared 2-core machine (ResNet-18 cells took minutes under load there).
 nb_execution_timeout = {"quick": 600, "full": 3600}[profile.name]
 nb_merge_streams = True
+# The toggles of hidden cells are myst-nb's settings, not theme strings from the catalog.
+if site_language == "zh":
+    nb_code_prompt_show, nb_code_prompt_hide = "显示隐藏内容", "隐藏内容"
 
 # Sphinx reads a page again when its source or a config value changes, not when the code of
 # an extension does. As a config value, the hash of conf/_ext makes an edited extension (pulled,

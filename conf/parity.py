@@ -30,11 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from languages import LANGUAGES, SOURCE, TRANSLATION
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-LANGUAGES = ("en", "zh")
-SOURCE, TRANSLATION = LANGUAGES
 KEY = "translation_of"
 HASH_LENGTH = 16
 # Front matter that may differ between the languages; every other key decides how the page

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from languages import sphinx_build_args
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -82,12 +83,8 @@ def copy_fixture_site(dest: Path, name: str = "site") -> Path:
 def sphinx_command(site: Path, lang: str, out: Path, *extra: str) -> list[str]:
     """The sphinx-build command line of ``nox -s docs``, with an execution cache under ``out``."""
     return [
-        sys.executable, "-m", "sphinx",
-        "-b", "html", "-t", lang, "-c", str(ROOT / "conf"),
-        "-d", str(out / "doctrees" / lang),
-        "-W", "--keep-going", "-n",
-        "-D", f"nb_execution_cache_path={out / 'cache'}",
-        str(site / lang), str(out / "html" / lang), *extra,
+        sys.executable, "-m", "sphinx", *sphinx_build_args(site, out, lang),
+        "-D", f"nb_execution_cache_path={out / 'cache'}", *extra,
     ]  # fmt: skip
 
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from languages import LANGUAGES
 
 import gpukit
 
@@ -28,7 +29,7 @@ def documented(lang: str) -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_every_module_and_public_name_is_on_the_api_page(lang: str) -> None:
     pages = documented(lang)
     assert sorted(pages) == MODULES

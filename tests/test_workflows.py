@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from languages import LANGUAGES
 from sphinx_site import load_conf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -341,7 +342,7 @@ def test_colab_links_open_the_notebooks_the_gpu_workflow_publishes(monkeypatch, 
 
     built = {
         (lang, page): f'{{"lang": "{lang}", "page": "{page}"}}'
-        for lang in ("en", "zh")
+        for lang in LANGUAGES
         for page in ("use-gpu", "hardware")
     }
     runner = tmp_path / "gpu-runner"

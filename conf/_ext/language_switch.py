@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from languages import LANGUAGES
 from sphinx.application import Sphinx
-
-# folder -> (name shown in the switcher, hreflang)
-LANGUAGES = {"en": ("English", "en"), "zh": ("中文", "zh-CN")}
-OTHER = {"en": "zh", "zh": "en"}
 
 
 def counterpart_url(pagename: str, other_folder: str) -> str:
@@ -24,13 +21,13 @@ def counterpart_url(pagename: str, other_folder: str) -> str:
 def add_counterpart(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    this = app.config.site_language
-    other = OTHER[this]
-    context["this_language"] = {"name": LANGUAGES[this][0], "hreflang": LANGUAGES[this][1]}
+    this = LANGUAGES[app.config.site_language]
+    other = next(lang for lang in LANGUAGES.values() if lang != this)
+    context["this_language"] = {"name": this.name, "hreflang": this.hreflang}
     context["other_language"] = {
-        "url": counterpart_url(pagename, other),
-        "name": LANGUAGES[other][0],
-        "hreflang": LANGUAGES[other][1],
+        "url": counterpart_url(pagename, other.code),
+        "name": other.name,
+        "hreflang": other.hreflang,
     }
 
 

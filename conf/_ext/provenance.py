@@ -17,41 +17,38 @@ from typing import Any
 import torch
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
 import gpukit
 from always_reread import reread_every_build
 
-TEXT = {
-    "en": {
-        "line": "Outputs on this page: {machine}, PyTorch {torch}, profile {profile}, "
-        "built {date}.",
-        "site_line": "This build: {machine}, PyTorch {torch}, profile {profile}, built {date}.",
-        "notice": (
-            "This page is written for {wanted} GPU{s}; the machine that built it has {found}. "
-            "Its code still ran, with CPU replicas standing in for missing GPUs, so the times "
-            "and speedups below are those of this machine: on {wanted} GPU{s}, compute-heavy "
-            "cells run far faster and multi-device code spreads over real GPUs. The text says "
-            "what each kind of machine shows."
-        ),
-        "none": "no GPU",
-        "some": "only {n} GPU(s)",
-    },
-    "zh": {
-        "line": "本页输出来自：{machine}，PyTorch {torch}，{profile} 配置，构建于 {date}。",
-        "site_line": "本次构建：{machine}，PyTorch {torch}，{profile} 配置，构建于 {date}。",
-        "notice": (
-            "本页按 {wanted} 块 GPU 编写，而构建本页的机器{found}。代码照常运行，缺少的 GPU "
-            "由 CPU 副本代替，因此下面的时间和加速比反映的是这台机器：在 {wanted} 块 GPU 上，"
-            "计算量大的单元格会快得多，多设备代码也会真正分摊到各块 GPU 上。正文说明了不同机器上"
-            "会看到什么。"
-        ),
-        "none": "没有 GPU",
-        # describe_machine()'s words, the CPU model and its kernels stay as they are.
-        "cpu_only": (r"^CPU only, (\d+) cores?", r"仅 CPU，\1 核"),
-        "some": "只有 {n} 块 GPU",
-    },
-}
+CPU_ONLY = re.compile(r"^CPU only, (\d+) cores?")  # how gpukit.describe_machine() starts
+
+
+def line_of(facts: dict[str, str], executed: bool) -> str:
+    """The provenance line in the build's language (conf/locales holds the translations)."""
+    facts = dict(facts, profile=_("profile " + facts["profile"]))
+    cpu_only = _("CPU only, {cores} cores")
+    if cpu_only != "CPU only, {cores} cores":  # the CPU model and its kernels stay as they are
+        facts["machine"] = CPU_ONLY.sub(
+            lambda m: cpu_only.format(cores=m.group(1)), facts["machine"]
+        )
+    if executed:
+        return _("Outputs on this page: {machine}, PyTorch {torch}, {profile}, built {date}.").format(
+            **facts
+        )
+    return _("This build: {machine}, PyTorch {torch}, {profile}, built {date}.").format(**facts)
+
+
+def notice_of(wanted: int, found: int) -> str:
+    """What a reader must know about a page built with fewer GPUs than it is written for."""
+    found_text = _("no GPU") if found == 0 else _("only {n} GPU(s)").format(n=found)
+    return _(
+        "This page is written for {wanted} GPU(s); the machine that built it has {found}. "
+        "Its code ran all the same, on the devices this machine has, so the times below are "
+        "this machine's. The text says what a machine with {wanted} GPU(s) shows."
+    ).format(wanted=wanted, found=found_text)
 
 
 def build_facts() -> dict[str, str]:
@@ -73,25 +70,11 @@ def gpus_wanted(metadata: dict[str, Any]) -> int:
 def add_provenance(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    text = TEXT[app.config.site_language]
-    facts = dict(app.env.gpukit_facts)
-    if "cpu_only" in text:
-        facts["machine"] = re.sub(*text["cpu_only"], facts["machine"])
     metadata = app.env.metadata.get(pagename, {})
-    executed = "kernelspec" in metadata
-    context["provenance"] = text["line" if executed else "site_line"].format(**facts)
-    wanted = gpus_wanted(metadata)
-    found = gpukit.num_gpus()
+    context["provenance"] = line_of(app.env.gpukit_facts, executed="kernelspec" in metadata)
+    wanted, found = gpus_wanted(metadata), gpukit.num_gpus()
     if wanted > found:
-        found_text = text["none"] if found == 0 else text["some"].format(n=found)
-        s = "s" if wanted > 1 else ""
-        context["provenance_notice"] = text["notice"].format(wanted=wanted, s=s, found=found_text)
-
-
-ROW_NAMES = {
-    "en": {"hardware": "Hardware", "profile": "Profile", "built": "Built"},
-    "zh": {"hardware": "硬件", "profile": "执行配置", "built": "构建日期"},
-}
+        context["provenance_notice"] = notice_of(wanted, found)
 
 
 def two_column_table(rows: list[tuple[str, str]]) -> nodes.table:
@@ -112,18 +95,17 @@ class BuildInfo(SphinxDirective):
     """``{build-info}``: a table of the hardware and software versions of this build."""
 
     def run(self) -> list[nodes.Node]:
-        names = ROW_NAMES[self.config.site_language]
         facts = self.env.gpukit_facts
         rows = [
-            (names["hardware"], facts["machine"]),
-            (names["profile"], gpukit.current_profile().describe()),
+            (_("Hardware"), facts["machine"]),
+            (_("Profile"), gpukit.current_profile().describe()),
             ("Python", platform.python_version()),
             ("PyTorch", torch.__version__),
             ("CUDA", torch.version.cuda or "—"),
             ("cuDNN", str(torch.backends.cudnn.version() or "—")),
         ]
         rows += [(name, version(name)) for name in ("sphinx", "myst-nb", "jupyter-cache", "furo")]
-        rows.append((names["built"], facts["date"]))
+        rows.append((_("Built"), facts["date"]))
         reread_every_build(self.env)  # the facts are this build's
         return [two_column_table(rows)]
 

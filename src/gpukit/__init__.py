@@ -57,7 +57,7 @@ from gpukit.parallel import (
     split_batch,
 )
 from gpukit.plotting import Animator, set_axes, set_figsize, use_svg_display
-from gpukit.profiles import PROFILES, Profile, Workload, current_profile
+from gpukit.profiles import PROFILES, Profile, Workload, current_profile, pick
 from gpukit.timing import Benchmark, Timer, format_seconds
 from gpukit.training import (
     SCHEDULES,
@@ -94,6 +94,7 @@ __all__ = [
     "copy_bandwidths",
     "cpu",
     "current_profile",
+    "pick",
     "describe_device",
     "describe_devices",
     "describe_machine",

@@ -1,8 +1,8 @@
 """Execution profiles: how much work the pages do on this machine.
 
-Every page reads its workload from :func:`current_profile` instead of deciding for itself,
-so one switch (the ``GPUKIT_PROFILE`` environment variable, set by ``nox -s docs -- --profile``)
-changes the whole site, and the profile is part of the execution-cache key.
+One switch, the ``GPUKIT_PROFILE`` environment variable (set by ``nox -s docs -- --profile``),
+changes the whole site, and the profile is part of the execution-cache key. A page states both
+settings of a size where it uses it, ``d2l.pick(quick=800, full=4_000)``.
 
 ``quick``
     The default without a GPU: real Fashion-MNIST, small subsets, few epochs, so that the
@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
 from gpukit._checks import check_choice
 from gpukit.training import SCHEDULES
 
-__all__ = ["PROFILES", "Profile", "Workload", "current_profile"]
+__all__ = ["PROFILES", "Profile", "Workload", "current_profile", "pick"]
 
 ENV_VAR = "GPUKIT_PROFILE"
+T = TypeVar("T")
 
 
 def _count(n: int | None, total: int) -> str:
@@ -95,72 +97,13 @@ class Profile:
 
     Attributes:
         name: ``"quick"`` or ``"full"``.
-        device_matmul_size: side of the large square matrices multiplied to compare devices
-            (CPU vs GPU, one device vs two) on the GPUs page (``sec-use-gpu``).
-        device_matmul_small_size: side of the small matrices in the same comparison.
-        device_matmul_repeats: how many multiplications each of those timings runs.
-        norm_log_steps: matrix products whose Frobenius norms are logged in
-            the GPUs page's exercise on logging (D2L: 1,000).
-        norm_log_size: side of the square matrices in that exercise (D2L: 100).
-        autopar_matrix_size: side of the square matrices multiplied in
-            :ref:`sec-auto-parallelism` (D2L: 4,000).
-        autopar_num_matmuls: matrix products per run in :ref:`sec-auto-parallelism`
-            (D2L: 50).
-        async_matrix_size: side of the random square matrices generated and multiplied in
-            :ref:`sec-async` (D2L: 1,000; larger on a GPU so that the GPU's work, not the
-            launch overhead, dominates the synchronized timings).
-        async_repeats: how many matrices each timing loop of :ref:`sec-async` generates
-            and multiplies (D2L: 10).
-        async_steps: tiny ``y = x + 1`` steps per loop in the synchronous vs asynchronous
-            comparison of :ref:`sec-async` (D2L: 10,000).
-        hw_copy_mib: MiB copied per transfer in the bandwidth measurements of
-            :ref:`sec-hardware` (:func:`gpukit.measure.copy_bandwidth`).
-        hw_copy_repeats: transfers timed together in each of those measurements.
-        hw_launch_repeats: tiny operations timed together to measure launch latency
-            (:func:`gpukit.measure.launch_latency`).
-        hw_matmul_size: side of the square matrices in the throughput measurements of
-            :ref:`sec-hardware` (:func:`gpukit.measure.matmul_throughput`).
-        hw_matmul_repeats: matrix products timed together in each of those measurements.
-        hw_stride_elements: float32 elements of the tensor read with growing strides in the
-            memory-access exercise of :ref:`sec-hardware`.
-        ps_grad_numel: float32 numbers in each device's gradient when the three aggregation
-            strategies are compared in :ref:`sec-parameterserver` (full: 40 million, the 160 MB
-            of the section's estimates).
-        ps_ring_processes: processes in the ring all-reduce of :ref:`sec-parameterserver` on a
-            machine with fewer GPUs (with at least that many GPUs: one process per GPU).
-        ps_ring_numel: float32 numbers each process sums in that ring all-reduce.
-        ps_sweep_numels: further tensor sizes (float32 numbers), besides ``ps_ring_numel``,
-            timed in the exercise on ring all-reduce time vs size; each one starts a new group
-            of processes.
-        multigpu_allreduce_repeats: rounds of all-reducing LeNet's gradients over two
-            devices timed together in the exercise on faster all-reduce variants of
-            :ref:`sec-multi-gpu`.
         lenet: the LeNet runs of "multi-GPU training from scratch" (see :class:`Workload`).
         resnet: the ResNet-18 runs of the concise multi-GPU and DDP pages, for one device.
+
+    The pages' other sizes are in their own code, with :func:`pick`.
     """
 
     name: str
-    device_matmul_size: int
-    device_matmul_small_size: int
-    device_matmul_repeats: int
-    norm_log_steps: int
-    norm_log_size: int
-    autopar_matrix_size: int
-    autopar_num_matmuls: int
-    async_matrix_size: int
-    async_repeats: int
-    async_steps: int
-    hw_copy_mib: int
-    hw_copy_repeats: int
-    hw_launch_repeats: int
-    hw_matmul_size: int
-    hw_matmul_repeats: int
-    hw_stride_elements: int
-    ps_grad_numel: int
-    ps_ring_processes: int
-    ps_ring_numel: int
-    ps_sweep_numels: tuple[int, ...]
-    multigpu_allreduce_repeats: int
     lenet: Workload = _FULL_LENET
     resnet: Workload = _FULL_RESNET
 
@@ -179,27 +122,6 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         "quick",
-        device_matmul_size=1024,
-        device_matmul_small_size=10,
-        device_matmul_repeats=5,
-        norm_log_steps=500,
-        norm_log_size=100,
-        autopar_matrix_size=800,
-        autopar_num_matmuls=10,
-        async_matrix_size=1_000,
-        async_repeats=10,
-        async_steps=10_000,
-        hw_copy_mib=64,
-        hw_copy_repeats=10,
-        hw_launch_repeats=2_000,
-        hw_matmul_size=1_024,
-        hw_matmul_repeats=10,
-        hw_stride_elements=2**24,
-        ps_grad_numel=1_000_000,
-        ps_ring_processes=3,
-        ps_ring_numel=2_000_000,
-        ps_sweep_numels=(1_000, 10_000_000),
-        multigpu_allreduce_repeats=50,
         # A few seconds per training run on 2 CPU cores. LeNet's std-0.01 initialisation
         # sits on a plateau for a few hundred steps, so it takes small batches to get past it
         # (test accuracy 0.66-0.73 after these 750 steps, with one replica or two and for
@@ -218,27 +140,6 @@ PROFILES: dict[str, Profile] = {
     ),
     "full": Profile(
         "full",
-        device_matmul_size=4096,
-        device_matmul_small_size=10,
-        device_matmul_repeats=10,
-        norm_log_steps=1000,
-        norm_log_size=100,
-        autopar_matrix_size=4_000,
-        autopar_num_matmuls=50,
-        async_matrix_size=4_096,
-        async_repeats=10,
-        async_steps=10_000,
-        hw_copy_mib=256,
-        hw_copy_repeats=20,
-        hw_launch_repeats=10_000,
-        hw_matmul_size=8_192,
-        hw_matmul_repeats=20,
-        hw_stride_elements=2**27,
-        ps_grad_numel=40_000_000,
-        ps_ring_processes=2,
-        ps_ring_numel=40_000_000,
-        ps_sweep_numels=(10_000, 100_000_000),
-        multigpu_allreduce_repeats=200,
         lenet=_FULL_LENET,
         resnet=_FULL_RESNET,
     ),
@@ -258,3 +159,25 @@ def current_profile() -> Profile:
     if name not in PROFILES:
         raise ValueError(f"{ENV_VAR} must be one of {sorted(PROFILES)}, got {name!r}")
     return PROFILES[name]
+
+
+def pick(*, quick: T, full: T) -> T:
+    """Return the value for the current execution profile.
+
+    A page states both settings of a workload where it uses them, so a reader sees what the
+    quick build (laptops, CI) and the full build (GPU runners) run::
+
+        n = d2l.pick(quick=800, full=4_000)  # side of the matrices (D2L: 4,000)
+
+    The profile is part of the execution cache's key, and the page's code is too.
+
+    Example:
+        >>> pick(quick=800, full=4_000) == (800 if current_profile().name == "quick" else 4_000)
+        True
+    """
+    if type(quick) is not type(full):
+        raise TypeError(
+            f"quick and full must be of one type, got {type(quick).__name__} "
+            f"and {type(full).__name__}"
+        )
+    return quick if current_profile().name == "quick" else full

@@ -11,12 +11,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from languages import LANGUAGES as SITE_LANGUAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("GPUKIT_SITE", ROOT / "docs" / "_build" / "html")).resolve()
 SCREENSHOTS = Path(os.environ.get("GPUKIT_SCREENSHOTS", SITE.parent / "screenshots"))
-LANGUAGES = ("en", "zh")
+LANGUAGES = tuple(SITE_LANGUAGES)
 OTHER = {"en": "zh", "zh": "en"}
-HTML_LANG = {"en": "en", "zh": "zh-CN"}
+HTML_LANG = {code: lang.hreflang for code, lang in SITE_LANGUAGES.items()}
 PHONE = {"width": 375, "height": 812}
 DESKTOP = {"width": 1280, "height": 900}
 TIMEOUT_MS = 10_000  # for any wait: the site is local, so anything slower is a failure

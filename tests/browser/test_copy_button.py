@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browsing import ALL_PAGES, SITE
+from browsing import ALL_PAGES, LANGUAGES, SITE
 
 PROMPT = re.compile(r"^(>>> |\.\.\. |\$ )")
 # A pasted Python session and a shell session, as Sphinx highlights them (pycon, console).
@@ -49,7 +49,7 @@ def copy(page, block) -> str:
     return page.evaluate("navigator.clipboard.readText()")
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_copy_button_copies_the_code_of_each_cell(desktop, site, lang: str) -> None:
     desktop.goto(site.url(f"{lang}/use-gpu"), wait_until="load")
     inputs = desktop.locator("div.cell:not(.tag_hide-cell) div.cell_input")
@@ -61,7 +61,7 @@ def test_copy_button_copies_the_code_of_each_cell(desktop, site, lang: str) -> N
         assert copied == code, f"cell {i} of {lang}/use-gpu"
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_no_copy_button_on_outputs(desktop, site, lang: str) -> None:
     desktop.goto(site.url(f"{lang}/use-gpu"), wait_until="load")
     assert desktop.locator("div.cell_output pre").count() > 5

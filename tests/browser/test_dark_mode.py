@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browsing import ALL_PAGES, SITE, contrast, relative_luminance, set_theme
+from browsing import ALL_PAGES, LANGUAGES, SITE, contrast, relative_luminance, set_theme
 
 MIN_CONTRAST = 4.5  # WCAG AA for normal text
 WITH_IMAGES = [
@@ -84,7 +84,7 @@ img => {
 """
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_theme_toggle_switches_to_dark_and_back(desktop, site, lang: str) -> None:
     desktop.goto(site.url(f"{lang}/use-gpu"), wait_until="load")
     set_theme(desktop, "light")

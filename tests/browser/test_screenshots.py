@@ -6,7 +6,7 @@ They land in docs/_build/screenshots (next to the site; $GPUKIT_SCREENSHOTS to c
 from __future__ import annotations
 
 import pytest
-from browsing import SCREENSHOTS, set_theme
+from browsing import LANGUAGES, SCREENSHOTS, set_theme
 
 
 def settle(page) -> None:
@@ -15,7 +15,7 @@ def settle(page) -> None:
     page.evaluate("document.fonts.ready.then(() => true)")
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_screenshots_of_the_gpus_page(desktop, phone, site, lang: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shots = []

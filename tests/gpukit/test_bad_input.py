@@ -82,6 +82,7 @@ CASES = [
     ("read_idx", (3,), {}, TypeError, "path"),
     ("read_idx", ("x.idx",), {"magic": "2049"}, TypeError, "magic"),
     ("read_idx", ("x.idx",), {"magic": -1}, ValueError, "magic"),
+    ("pick", (), {"quick": 10, "full": "20"}, TypeError, "full"),
     # devices
     ("gpu", ("0",), {}, TypeError, "i"),
     ("gpu", (-1,), {}, ValueError, "i"),
