@@ -35,10 +35,10 @@ def line_of(facts: dict[str, str], executed: bool) -> str:
             lambda m: cpu_only.format(cores=m.group(1)), facts["machine"]
         )
     if executed:
-        return _("Outputs on this page: {machine}, PyTorch {torch}, {profile}, built {date}.").format(
-            **facts
-        )
-    return _("This build: {machine}, PyTorch {torch}, {profile}, built {date}.").format(**facts)
+        line = _("Outputs on this page: {machine}, PyTorch {torch}, {profile}, built {date}.")
+    else:
+        line = _("This build: {machine}, PyTorch {torch}, {profile}, built {date}.")
+    return line.format(**facts)
 
 
 def notice_of(wanted: int, found: int) -> str:
