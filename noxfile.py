@@ -127,10 +127,11 @@ def doctest(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff: lint and formatting."""
+    """ruff (lint and formatting); the Chinese pages' typography and terms (conf/zh_style.py)."""
     install_extras_only(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("python", "conf/zh_style.py")
 
 
 @nox.session

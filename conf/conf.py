@@ -45,6 +45,7 @@ extensions = [
     "language_switch",
     "cjk_linebreaks",  # a line break between Chinese characters is not a space
     "provenance",
+    "machine_cases",  # this machine's explanation first, the others collapsed
     "gpu_guard",
     "raises_check",  # a cell tagged raises-exception must raise
     "cache_repair",  # an interrupted build leaves no half-written cache entry behind

@@ -199,3 +199,27 @@ def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) 
 def test_the_build_writes_the_sites_root_page(built: dict) -> None:
     root = (built["en"].html.parent / "index.html").read_text("utf-8")
     assert 'href="en/' in root and 'href="zh/' in root, root
+
+
+def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path) -> None:
+    from machine_cases import CASES, this_machine
+
+    site = copy_fixture_site(tmp_path / "src")
+    body = "".join(f":::{{case}} {case}\nText for {case}.\n:::\n" for case in CASES)
+    page = site / "en" / "cases.md"
+    page.write_text(f"# Cases\n\n::::{{machine-cases}}\n{body}::::\n", "utf-8")
+    index = site / "en" / "index.md"
+    index.write_text(index.read_text("utf-8").replace("page\n", "page\ncases\n"), "utf-8")
+    build = sphinx_build(site, "en", tmp_path / "out")
+    assert build.returncode == 0, build.log
+    html = build.page("cases")
+    opened, collapsed = html.split('<details class="details machine-cases-others">')
+    assert f"Text for {this_machine()}." in opened
+    for case in CASES:
+        if case != this_machine():
+            assert f"Text for {case}." in collapsed and f"Text for {case}." not in opened
+
+    page.write_text("# Cases\n\n::::{machine-cases}\n:::{case} cpu\nA\n:::\n::::\n", "utf-8")
+    assert (
+        "machine-cases holds only {case} blocks" in sphinx_build(site, "en", tmp_path / "out").log
+    )

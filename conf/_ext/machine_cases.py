@@ -1,0 +1,113 @@
+"""Explain an output for the machine that produced it first, and for other machines collapsed.
+
+A page's outputs come from one machine: a CPU-only laptop, a machine with one GPU, or one with
+several. Where the text reads differently for each, the page gives one ``{case}`` per kind of
+machine inside ``{machine-cases}``, and the build shows the case of the machine that executed
+the page as ordinary text, followed by the other cases in a collapsed block::
+
+    ::::{machine-cases}
+    :::{case} gpus
+    **Two or more GPUs.** ...
+    :::
+    :::{case} gpu
+    **One GPU.** ...
+    :::
+    :::{case} cpu
+    **CPU only.** ...
+    :::
+    ::::
+
+``{details} Title`` is the collapsed block on its own, for material a first read can skip
+(deep dives, solutions). Both render as an HTML ``<details>`` element, which needs no script.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.application import Sphinx
+from sphinx.locale import _
+from sphinx.util.docutils import SphinxDirective
+
+import gpukit
+
+CASES = ("cpu", "gpu", "gpus")  # no GPU, one GPU, two or more
+
+
+def this_machine() -> str:
+    return CASES[min(gpukit.num_gpus(), 2)]
+
+
+class details(nodes.General, nodes.Element):
+    """A block that is closed until the reader opens it; ``summary`` is its title."""
+
+
+def visit_details(self, node: details) -> None:
+    self.body.append(
+        f'<details class="{" ".join(["details", *node["classes"]])}">'
+        f"<summary>{self.encode(node['summary'])}</summary>\n"
+    )
+
+
+def depart_details(self, node: details) -> None:
+    self.body.append("</details>\n")
+
+
+class Details(SphinxDirective):
+    """``{details} Title``: collapsed content with a title."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        node = details(summary=self.arguments[0])
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [node]
+
+
+class Case(SphinxDirective):
+    """``{case} cpu|gpu|gpus``: the text for one kind of machine, inside ``{machine-cases}``."""
+
+    required_arguments = 1
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        case = directives.choice(self.arguments[0], CASES)
+        node = nodes.container(classes=["machine-case"], machine_case=case)
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [node]
+
+
+class MachineCases(SphinxDirective):
+    """This machine's ``{case}`` as text, then the others in a collapsed block."""
+
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        parsed = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, parsed)
+        cases = [n for n in parsed.children if n.get("machine_case")]
+        found = sorted(n["machine_case"] for n in cases)
+        if len(cases) != len(parsed.children) or found != sorted(set(found)) or len(found) < 2:
+            raise self.error(
+                "machine-cases holds only {case} blocks, each kind of machine once, at least two "
+                f"of {', '.join(CASES)} (found {', '.join(found) or 'none'})"
+            )
+        here = this_machine()
+        mine = [n for n in cases if n["machine_case"] == here]
+        others = details(summary=_("On other machines"), classes=["machine-cases-others"])
+        others += [n for n in cases if n["machine_case"] != here]
+        return [*mine, others]
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    # As a config value, the kind of machine makes a build on another kind read every page again.
+    app.add_config_value("machine_case", this_machine(), "env", types=[str])
+    app.add_node(details, html=(visit_details, depart_details))
+    app.add_directive("details", Details)
+    app.add_directive("case", Case)
+    app.add_directive("machine-cases", MachineCases)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
