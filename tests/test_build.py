@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 from bench.build import documents_read
 from bench.report import SCHEMA, write_json
@@ -197,3 +199,61 @@ def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) 
     about.write_text("# About\n\nNothing from outside this page.\n", "utf-8")
     assert documents_read(sphinx_build(site, "en", out).log) == ["about"]  # changed
     assert documents_read(sphinx_build(site, "en", out).log) == []
+
+
+NOTEBOOK_PAGE = """
+(sec-more)=
+## 更多
+
+如 {numref}`fig-square` 所示，
+见{ref}`sec-fixture-page`与 {doc}`part/nested`。精度为 {glue:text}`acc:.2f`，代码 `{ref}` 照旧。
+
+```{figure} ../img/square.svg
+:name: fig-square
+:alt: 一个方块
+
+一个方块的
+示意图。
+```
+
+:::{note}
+参见{numref}`fig-square`。
+:::
+
+```{admonition} 自己的标题
+正文
+```
+
+```{code-cell} ipython3
+:tags: [remove-cell]
+from myst_nb import glue
+glue("acc", 0.4567, display=False)
+```
+"""
+
+
+def test_notebook_markdown_is_plain_jupyter_markdown(tmp_path: Path) -> None:
+    # conf/_ext/notebooks.py, on what the real pages do not all use yet (admonitions, glue).
+    site = copy_fixture_site(tmp_path / "src")
+    (site / "img").mkdir()
+    (site / "img" / "square.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" '
+        'height="10"/></svg>\n', "utf-8"
+    )  # fmt: skip
+    page = site / "zh" / "page.md"
+    page.write_text(page.read_text("utf-8") + NOTEBOOK_PAGE, "utf-8")
+    build = sphinx_build(site, "zh", tmp_path / "out")
+    assert build.returncode == 0, build.log
+    notebook = nbformat.read(build.html / "_notebooks" / "page.ipynb", as_version=4)
+    cells = [c for c in notebook.cells if c.cell_type == "markdown"]
+    markdown = "\n\n".join(c.source for c in cells)
+    url = "https://gpukit-docs.github.io/gpu-computing/zh/"
+    figure = f"[图 1]({url}page.html#fig-square)"
+    assert "(sec-" not in markdown and ":::" not in markdown and "{figure}" not in markdown
+    assert f"如 {figure} 所示，见[一个页面]({url}page.html#sec-fixture-page)与 " in markdown
+    assert f"[嵌套页面]({url}part/nested.html)。精度为 0.46，代码 `{{ref}}` 照旧。" in markdown
+    assert "![一个方块](attachment:square.svg)\n\n*图 1* 一个方块的示意图。" in markdown
+    assert f"> **备注**\n>\n> 参见{figure}。" in markdown
+    assert "> **自己的标题**\n>\n> 正文" in markdown
+    (attached,) = [c.attachments for c in cells if "attachments" in c]
+    assert base64.b64decode(attached["square.svg"]["image/svg+xml"]).startswith(b"<svg")
