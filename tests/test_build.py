@@ -222,6 +222,13 @@ def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path)
         if case != this_machine():
             assert f"Text for {case}." in collapsed and f"Text for {case}." not in opened
 
+    page.write_text(
+        "# Cases\n\n::::{machine-cases}\n:::{case} cpu\nA\n:::\n:::{case} gpu gpus\nB\n:::\n::::\n",
+        "utf-8",
+    )
+    shared = sphinx_build(site, "en", tmp_path / "out").page("cases")
+    opened, collapsed = shared.split('<details class="details machine-cases-others">')
+    assert ("<p>A</p>" in opened) == (this_machine() == "cpu") != ("<p>A</p>" in collapsed)
     page.write_text("# Cases\n\n::::{machine-cases}\n:::{case} cpu\nA\n:::\n::::\n", "utf-8")
     assert (
         "machine-cases holds only {case} blocks" in sphinx_build(site, "en", tmp_path / "out").log

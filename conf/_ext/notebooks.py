@@ -154,7 +154,8 @@ class Markdown:
         if name == "machine-cases":  # as on the page: this machine's case, the others closed
             self.cases = {}
             self.convert(body)
-            mine = self.cases.pop(this_machine(), "")
+            mine = next((k for k in self.cases if this_machine() in k.split()), "")
+            mine = self.cases.pop(mine, "")
             others = "\n\n".join(self.cases.values())
             return f"{mine}\n\n{self.details(translated('On other machines'), others)}"
         if name in ADMONITIONS:
