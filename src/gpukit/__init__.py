@@ -1,138 +1,31 @@
 """gpukit: the helpers shared by the pages of "GPU 计算 · Computing on GPUs".
 
 Names follow D2L's PyTorch helpers where D2L has the same idea, so ``import gpukit as d2l``
-runs D2L code for the GPU chapter.
+runs D2L code for the GPU chapter. Every public name of the topic modules is exported here.
 """
 
-from gpukit.data import (
-    DataNotFoundError,
-    IDXFormatError,
-    find_fashion_mnist,
-    get_fashion_mnist_labels,
-    load_data_fashion_mnist,
-    read_idx,
+from gpukit import (
+    data,
+    devices,
+    measure,
+    metrics,
+    models,
+    parallel,
+    plotting,
+    profiles,
+    timing,
+    training,
 )
-from gpukit.devices import (
-    cpu,
-    describe_devices,
-    describe_machine,
-    device_report,
-    existing_device,
-    gpu,
-    num_gpus,
-    replicas,
-    try_all_gpus,
-    try_gpu,
-)
-from gpukit.measure import (
-    PEAK_TFLOPS,
-    Measurement,
-    copy_bandwidth,
-    copy_bandwidths,
-    describe_device,
-    launch_latency,
-    matmul_dtypes,
-    matmul_throughput,
-    peak_tflops,
-    time_op,
-)
-from gpukit.metrics import Accumulator, accuracy, evaluate_accuracy_gpu
-from gpukit.models import (
-    Residual,
-    init_weights,
-    lenet,
-    lenet_forward,
-    lenet_params,
-    resnet18,
-)
-from gpukit.parallel import (
-    LaunchError,
-    allreduce,
-    choose_backend,
-    get_params,
-    launch,
-    rank_device,
-    ring_allreduce,
-    ring_allreduce_demo,
-    split_batch,
-)
-from gpukit.plotting import Animator, set_axes, set_figsize, use_svg_display
-from gpukit.profiles import PROFILES, Profile, Workload, current_profile, pick
-from gpukit.timing import Benchmark, Timer, format_seconds
-from gpukit.training import (
-    SCHEDULES,
-    EpochStats,
-    TrainResult,
-    lr_factor,
-    sgd,
-    train_ch6,
-    train_data_parallel,
-    train_ddp,
-)
+from gpukit.data import *
+from gpukit.devices import *
+from gpukit.measure import *
+from gpukit.metrics import *
+from gpukit.models import *
+from gpukit.parallel import *
+from gpukit.plotting import *
+from gpukit.profiles import *
+from gpukit.timing import *
+from gpukit.training import *
 
-__all__ = [
-    "PEAK_TFLOPS",
-    "PROFILES",
-    "SCHEDULES",
-    "Accumulator",
-    "Animator",
-    "Benchmark",
-    "DataNotFoundError",
-    "EpochStats",
-    "IDXFormatError",
-    "LaunchError",
-    "Measurement",
-    "Profile",
-    "Residual",
-    "Timer",
-    "TrainResult",
-    "Workload",
-    "accuracy",
-    "allreduce",
-    "choose_backend",
-    "copy_bandwidth",
-    "copy_bandwidths",
-    "cpu",
-    "current_profile",
-    "describe_device",
-    "describe_devices",
-    "describe_machine",
-    "device_report",
-    "evaluate_accuracy_gpu",
-    "existing_device",
-    "find_fashion_mnist",
-    "format_seconds",
-    "get_fashion_mnist_labels",
-    "get_params",
-    "gpu",
-    "init_weights",
-    "launch",
-    "launch_latency",
-    "lenet",
-    "lenet_forward",
-    "lenet_params",
-    "load_data_fashion_mnist",
-    "lr_factor",
-    "matmul_dtypes",
-    "matmul_throughput",
-    "num_gpus",
-    "peak_tflops",
-    "pick",
-    "rank_device",
-    "read_idx",
-    "replicas",
-    "resnet18",
-    "ring_allreduce",
-    "ring_allreduce_demo",
-    "set_axes",
-    "set_figsize",
-    "sgd",
-    "split_batch",
-    "time_op",
-    "train_ch6",
-    "train_data_parallel",
-    "train_ddp",
-    "try_all_gpus",
-    "try_gpu",
-    "use_svg_display",
-]
+_MODULES = (data, devices, measure, metrics, models, parallel, plotting, profiles, timing, training)
+__all__ = sorted(name for module in _MODULES for name in module.__all__)

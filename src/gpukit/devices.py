@@ -1,9 +1,9 @@
-"""Which devices this machine has, and how to ask for one safely.
+"""Which devices this machine has, how to ask for one safely, and how to name them.
 
-The helpers follow D2L's names (``cpu``, ``gpu``, ``num_gpus``, ``try_gpu``,
-``try_all_gpus``) so that ``import gpukit as d2l`` runs D2L code. They differ in one
-deliberate way: nothing here ever hands back a device that does not exist, so the same
-code runs on a laptop without a GPU, on one GPU and on many.
+The helpers keep D2L's names (``cpu``, ``gpu``, ``num_gpus``, ``try_gpu``, ``try_all_gpus``) so
+that ``import gpukit as d2l`` runs D2L code, with one deliberate difference: apart from
+``gpu(i)``, which only names a device, nothing here hands back a device that does not exist,
+so the same code runs on a laptop without a GPU, on one GPU and on many.
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ import platform
 import re
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import torch
 
-from gpukit._checks import check_int
+from gpukit._checks import check_int, check_type
 
 __all__ = [
     "cpu",
+    "describe_device",
     "describe_devices",
     "describe_machine",
     "device_report",
@@ -32,36 +34,9 @@ __all__ = [
     "try_gpu",
 ]
 
-
-def existing_device(device: object) -> torch.device:
-    """Check that ``device`` names the CPU or a GPU this machine has; return it as a device.
-
-    ``'cuda'`` becomes the current GPU with its index, so callers can compare devices.
-
-    Example:
-        >>> existing_device("cpu")
-        device(type='cpu')
-        >>> if num_gpus() > 0:
-        ...     assert existing_device("cuda").index is not None
-    """
-    if not isinstance(device, str | torch.device):
-        raise TypeError(
-            f"device must be a str such as 'cuda:0' or a torch.device, got {type(device).__name__}"
-        )
-    try:
-        dev = torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"device must name a device such as 'cpu' or 'cuda:0': {err}") from None
-    if dev.type == "cpu":
-        return cpu()
-    if dev.type != "cuda":
-        raise ValueError(f"device must be a CPU or a CUDA device, got {dev}")
-    if not torch.cuda.is_available():
-        raise ValueError(f"device is {dev}, but CUDA is not available on this machine")
-    index = torch.cuda.current_device() if dev.index is None else dev.index
-    if index >= num_gpus():
-        raise ValueError(f"device is {dev}, but this machine has {num_gpus()} GPU(s)")
-    return gpu(index)
+# Environment variables that lower the instruction set of oneDNN's and MKL's CPU kernels (ATen's
+# own choice, ATEN_CPU_CAPABILITY, shows in torch.backends.cpu.get_cpu_capability()).
+KERNEL_SETTINGS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
 
 def _check_index(i: object) -> int:
@@ -79,9 +54,8 @@ def cpu() -> torch.device:
 
 
 def gpu(i: int = 0) -> torch.device:
-    """Return the ``i``-th GPU as a device, whether or not it exists.
-
-    Use :func:`try_gpu` when the code must also run without that GPU.
+    """Return the ``i``-th GPU as a device, whether or not it exists (use :func:`try_gpu` if
+    the code must also run without it).
 
     Example:
         >>> gpu(1)
@@ -107,70 +81,78 @@ def try_gpu(i: int = 0) -> torch.device:
         >>> try_gpu(1000)  # no machine has 1001 GPUs
         device(type='cpu')
     """
-    return gpu(i) if _check_index(i) < num_gpus() else cpu()
+    return torch.device("cuda", i) if _check_index(i) < num_gpus() else cpu()
 
 
 def try_all_gpus() -> list[torch.device]:
     """Return every GPU, or ``[cpu()]`` when there is none (never an empty list).
 
     Example:
-        >>> devices = try_all_gpus()
-        >>> len(devices) == max(num_gpus(), 1)
+        >>> len(try_all_gpus()) == max(num_gpus(), 1)
         True
     """
-    return [gpu(i) for i in range(num_gpus())] or [cpu()]
+    return [torch.device("cuda", i) for i in range(num_gpus())] or [cpu()]
 
 
 def replicas(n: int) -> list[torch.device]:
     """Return ``n`` devices for code written for ``n`` GPUs: real GPUs first, then CPU copies.
 
-    A page that wants two GPUs still runs its two-device code path on a machine with one GPU
+    A page that wants two GPUs still runs its two-device code on a machine with one GPU
     (``[cuda:0, cpu]``) or none (``[cpu, cpu]``); :func:`describe_devices` says which it got.
 
     Example:
-        >>> len(replicas(2))
-        2
         >>> if num_gpus() == 0:
         ...     print(replicas(2))
         [device(type='cpu'), device(type='cpu')]
     """
     check_int(n, "n", 1, "how many devices")
-    gpus = [gpu(i) for i in range(min(n, num_gpus()))]
+    gpus = [torch.device("cuda", i) for i in range(min(n, num_gpus()))]
     return gpus + [cpu()] * (n - len(gpus))
 
 
+def existing_device(device: object) -> torch.device:
+    """Return ``device`` as a ``torch.device`` if it is the CPU or a GPU this machine has.
+
+    ``'cuda'`` becomes the current GPU with its index, so callers can compare devices. This is
+    the check behind every ``device`` argument of gpukit.
+
+    Example:
+        >>> existing_device("cpu")
+        device(type='cpu')
+    """
+    check_type(device, "device", str | torch.device, "a str such as 'cuda:0' or a torch.device")
+    try:
+        dev = torch.device(device)  # type: ignore[arg-type]
+    except RuntimeError as err:
+        raise ValueError(f"device must name a device such as 'cpu' or 'cuda:0': {err}") from None
+    if dev.type == "cpu":
+        return cpu()
+    if dev.type != "cuda":
+        raise ValueError(f"device must be a CPU or a CUDA device, got {dev}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"device is {dev}, but CUDA is not available on this machine")
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    if index >= num_gpus():
+        raise ValueError(f"device is {dev}, but this machine has {num_gpus()} GPU(s)")
+    return torch.device("cuda", index)
+
+
 def describe_devices(devices: list[torch.device]) -> str:
-    """Say in words which devices a computation really used, for honest page outputs.
+    """Say which devices a computation really used, for honest page outputs.
 
     Example:
         >>> describe_devices([cpu(), cpu()])
         '2 devices: cpu, cpu (CPU replicas standing in for GPUs)'
-        >>> describe_devices([gpu(0), gpu(1)])
-        '2 devices: cuda:0, cuda:1'
     """
-    if not isinstance(devices, (list, tuple)) or not devices:
+    if not isinstance(devices, list | tuple) or not devices:
         raise ValueError("devices must be a non-empty list of torch.device")
     if not all(isinstance(d, torch.device) for d in devices):
         raise TypeError("devices must contain only torch.device objects")
-    names = ", ".join(str(d) for d in devices)
-    text = f"{len(devices)} device{'s' if len(devices) > 1 else ''}: {names}"
+    text = f"{len(devices)} device{'s' if len(devices) > 1 else ''}: "
+    text += ", ".join(str(d) for d in devices)
     if len(devices) > 1 and any(d.type == "cpu" for d in devices):
         text += " (CPU replicas standing in for GPUs)"
     return text
-
-
-def _gpu_models() -> list[tuple[int, str]]:
-    """How many GPUs of each model, in the order of their indices: ``[(2, 'NVIDIA H200')]``."""
-    models: dict[str, int] = {}
-    for i in range(num_gpus()):
-        name = torch.cuda.get_device_name(i)
-        models[name] = models.get(name, 0) + 1
-    return [(count, name) for name, count in models.items()]
-
-
-# Environment variables that lower the instruction set of oneDNN's and MKL's CPU kernels (ATen's
-# own choice, ATEN_CPU_CAPABILITY, shows in torch.backends.cpu.get_cpu_capability()).
-KERNEL_SETTINGS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
 
 def _cpu_model() -> str:
@@ -183,14 +165,38 @@ def _cpu_model() -> str:
     return " ".join(found.group(1).split()) if found else platform.processor() or "unknown CPU"
 
 
+def _cores() -> str:
+    cores = os.cpu_count() or 1
+    return f"{cores} core{'s' if cores != 1 else ''}"
+
+
+def describe_device(device: str | torch.device | None = None) -> str:
+    """Say in one line which device measurements run on (``None``: :func:`try_gpu`).
+
+    A GPU's name, memory, compute capability and number of streaming multiprocessors (SMs);
+    the CPU's model, cores and PyTorch's thread count.
+
+    Example:
+        >>> describe_device("cpu").startswith("cpu: ")
+        True
+    """
+    dev = try_gpu() if device is None else existing_device(device)
+    if dev.type == "cpu":
+        return f"cpu: {_cpu_model()}, {_cores()}, {torch.get_num_threads()} PyTorch thread(s)"
+    props = torch.cuda.get_device_properties(dev)
+    return (
+        f"{dev}: {props.name}, {props.total_memory / 2**30:.1f} GiB, compute capability "
+        f"{props.major}.{props.minor}, {props.multi_processor_count} SMs"
+    )
+
+
 def describe_machine() -> str:
     """Name this machine's compute devices in one phrase, e.g. for a page's provenance line.
 
-    ``"2 x NVIDIA H200 (CUDA 13.0)"`` with GPUs (``"1 x NVIDIA A100-SXM4-40GB + 1 x Tesla T4
-    (CUDA 13.0)"`` with different ones). Without a GPU it names what changes a CPU's results:
-    ``"CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels)"``, plus any setting that lowers
-    oneDNN's or MKL's kernels, such as ``ONEDNN_MAX_CPU_ISA=SSE41``: the same training run
-    ends at different accuracies under different kernels.
+    ``"2 x NVIDIA H200 (CUDA 13.0)"`` (``"1 x NVIDIA A100-SXM4-40GB + 1 x Tesla T4 (CUDA 13.0)"``
+    with different GPUs). Without a GPU it names what changes a CPU's results, since the same
+    training run ends at different accuracies under different kernels: ``"CPU only, 2 cores
+    (AMD EPYC 7B13, AVX2 kernels)"``, plus any setting such as ``ONEDNN_MAX_CPU_ISA=SSE41``.
 
     Example:
         >>> text = describe_machine()
@@ -199,11 +205,11 @@ def describe_machine() -> str:
     """
     n = num_gpus()
     if n == 0:
-        cores = os.cpu_count() or 1
         details = [_cpu_model(), f"{torch.backends.cpu.get_cpu_capability()} kernels"]
         details += [f"{name}={os.environ[name]}" for name in KERNEL_SETTINGS if name in os.environ]
-        return f"CPU only, {cores} core{'s' if cores != 1 else ''} ({', '.join(details)})"
-    gpus = " + ".join(f"{count} x {name}" for count, name in _gpu_models())
+        return f"CPU only, {_cores()} ({', '.join(details)})"
+    models = Counter(torch.cuda.get_device_name(i) for i in range(n))
+    gpus = " + ".join(f"{count} x {name}" for name, count in models.items())
     return f"{gpus} (CUDA {torch.version.cuda})"
 
 
@@ -222,8 +228,7 @@ def device_report() -> str:
             return done.stdout.rstrip()
     n = num_gpus()
     if n == 0:
-        cores = os.cpu_count() or 1
-        return f"no GPU: CPU only, {cores} cores (torch {torch.__version__})"
+        return f"no GPU: CPU only, {_cores()} (torch {torch.__version__})"
     lines = [f"{n} GPU(s), torch {torch.__version__}, CUDA {torch.version.cuda}"]
     for i in range(n):
         props = torch.cuda.get_device_properties(i)

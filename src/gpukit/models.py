@@ -1,51 +1,33 @@
 """The networks of the multi-GPU pages: D2L's LeNet variant and its small-image ResNet-18.
 
-``lenet`` is the network of D2L's "multi-GPU training from scratch" section as an
-``nn.Module``; :func:`lenet_params` and :func:`lenet_forward` are the same network written
-with bare tensors, as that section writes it, so that parameters can be copied to each device
-by hand. :func:`resnet18` and :class:`Residual` are D2L's ResNet-18 for 28x28 images.
-
-:func:`init_weights` re-initialises a network from a seed alone, which makes two training runs
-give the same numbers on a CPU.
+:func:`lenet` is the network of D2L's "multi-GPU training from scratch" section as an
+``nn.Module``; :func:`lenet_params` and :func:`lenet_forward` are the same network written with
+bare tensors, as that section writes it, so that parameters can be copied to each device by
+hand. :func:`resnet18` and :class:`Residual` are D2L's ResNet-18 for 28x28 images.
+:func:`init_weights` re-initialises a network from a seed alone, so two training runs on a CPU
+give the same numbers.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gpukit._checks import check_int
+from gpukit._checks import check_choice, check_int, check_number, check_type
 
 __all__ = ["Residual", "init_weights", "lenet", "lenet_forward", "lenet_params", "resnet18"]
 
-# (name, shape) of the from-scratch LeNet's parameters, in D2L's order W1, b1, ..., W4, b4.
-_LENET_SHAPES: tuple[tuple[int, ...], ...] = (
-    (20, 1, 3, 3),
-    (20,),
-    (50, 20, 5, 5),
-    (50,),
-    (800, 128),
-    (128,),
-    (128, 10),
-    (10,),
-)
+# The shapes of the from-scratch LeNet's parameters, in D2L's order W1, b1, ..., W4, b4.
+_LENET_SHAPES = ((20, 1, 3, 3), (20,), (50, 20, 5, 5), (50,), (800, 128), (128,), (128, 10), (10,))
 
 
 class Residual(nn.Module):
     """D2L's residual block: two 3x3 convolutions with batch norm, plus a shortcut.
 
-    Args:
-        input_channels: channels of the input.
-        num_channels: channels of the output.
-        use_1x1conv: pass the shortcut through a 1x1 convolution; needed whenever the
-            shortcut must change the number of channels or the resolution.
-        strides: stride of the first convolution (2 halves the height and width).
-
-    Unlike D2L, a block whose shortcut could not be added to its output (different channels
-    or a stride without ``use_1x1conv``) is refused when built rather than failing on the
+    ``use_1x1conv`` passes the shortcut through a 1x1 convolution, which it needs whenever the
+    block changes the number of channels or (``strides=2``) halves the height and width. Unlike
+    D2L, a block whose shortcut would not fit its output is refused when built, not on the
     first batch.
 
     Example:
@@ -61,13 +43,11 @@ class Residual(nn.Module):
         check_int(input_channels, "input_channels")
         check_int(num_channels, "num_channels")
         check_int(strides, "strides")
-        if not isinstance(use_1x1conv, bool):
-            raise TypeError(f"use_1x1conv must be a bool, got {type(use_1x1conv).__name__}")
+        check_type(use_1x1conv, "use_1x1conv", bool, "a bool")
         if not use_1x1conv and (input_channels != num_channels or strides != 1):
             raise ValueError(
                 "use_1x1conv must be True when input_channels != num_channels or strides != 1 "
-                f"(got {input_channels} -> {num_channels}, strides={strides}): "
-                "the shortcut must have the output's shape"
+                f"(got {input_channels} -> {num_channels}, strides={strides})"
             )
         self.conv1 = nn.Conv2d(input_channels, num_channels, 3, padding=1, stride=strides)
         self.conv2 = nn.Conv2d(num_channels, num_channels, 3, padding=1)
@@ -78,54 +58,26 @@ class Residual(nn.Module):
         self.bn2 = nn.BatchNorm2d(num_channels)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """Two 3x3 convolutions plus the shortcut (a 1x1 convolution when shapes change)."""
-        Y = F.relu(self.bn1(self.conv1(X)))
-        Y = self.bn2(self.conv2(Y))
-        if self.conv3 is not None:
-            X = self.conv3(X)
-        return F.relu(Y + X)
-
-
-def _resnet_block(
-    in_channels: int, out_channels: int, num_residuals: int, first_block: bool = False
-) -> nn.Sequential:
-    blocks: list[nn.Module] = []
-    for i in range(num_residuals):
-        if i == 0 and not first_block:
-            blocks.append(Residual(in_channels, out_channels, use_1x1conv=True, strides=2))
-        else:
-            blocks.append(Residual(out_channels, out_channels))
-    return nn.Sequential(*blocks)
+        Y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(X)))))
+        return F.relu(Y + (X if self.conv3 is None else self.conv3(X)))
 
 
 def resnet18(num_classes: int, in_channels: int = 1) -> nn.Sequential:
     """D2L's ResNet-18 for small images such as Fashion-MNIST's 28x28.
 
-    Compared with the ImageNet ResNet-18, the stem is a 3x3 convolution with stride 1 and
-    there is no max-pooling, so a 28x28 image still has a 4x4 feature map in the last stage.
-
-    Args:
-        num_classes: number of outputs.
-        in_channels: channels of the input images (1 for Fashion-MNIST).
+    Unlike the ImageNet ResNet-18, the stem is a 3x3 convolution with stride 1 and there is no
+    max-pooling, so a 28x28 image still has a 4x4 feature map in the last stage.
 
     Example:
-        >>> net = resnet18(10)
-        >>> net(torch.zeros(2, 1, 28, 28)).shape
-        torch.Size([2, 10])
-        >>> sum(p.numel() for p in net.parameters())
+        >>> sum(p.numel() for p in resnet18(10).parameters())
         11175818
     """
     check_int(num_classes, "num_classes")
     check_int(in_channels, "in_channels")
-    net = nn.Sequential(
-        nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1),
-        nn.BatchNorm2d(64),
-        nn.ReLU(),
-    )
-    net.add_module("resnet_block1", _resnet_block(64, 64, 2, first_block=True))
-    net.add_module("resnet_block2", _resnet_block(64, 128, 2))
-    net.add_module("resnet_block3", _resnet_block(128, 256, 2))
-    net.add_module("resnet_block4", _resnet_block(256, 512, 2))
+    net = nn.Sequential(nn.Conv2d(in_channels, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU())
+    for i, (c_in, c_out) in enumerate(((64, 64), (64, 128), (128, 256), (256, 512)), 1):
+        first = Residual(c_in, c_out, use_1x1conv=True, strides=2) if i > 1 else Residual(64, 64)
+        net.add_module(f"resnet_block{i}", nn.Sequential(first, Residual(c_out, c_out)))
     net.add_module("global_avg_pool", nn.AdaptiveAvgPool2d((1, 1)))
     net.add_module("fc", nn.Sequential(nn.Flatten(), nn.Linear(512, num_classes)))
     return net
@@ -134,8 +86,8 @@ def resnet18(num_classes: int, in_channels: int = 1) -> nn.Sequential:
 def lenet(num_classes: int = 10) -> nn.Sequential:
     """The LeNet variant of D2L's multi-GPU-from-scratch section, as an ``nn.Module``.
 
-    It differs from chapter 6's LeNet: a 3x3 first convolution with 20 channels, 50 channels in
-    the second, ReLU instead of sigmoid, a 128-unit hidden layer. It expects 1x28x28 images.
+    Unlike chapter 6's LeNet it has a 3x3 first convolution with 20 channels, 50 channels in
+    the second, ReLU instead of sigmoid and a 128-unit hidden layer. It expects 1x28x28 images.
 
     Example:
         >>> lenet()(torch.zeros(5, 1, 28, 28)).shape
@@ -143,39 +95,24 @@ def lenet(num_classes: int = 10) -> nn.Sequential:
     """
     check_int(num_classes, "num_classes")
     return nn.Sequential(
-        nn.Conv2d(1, 20, kernel_size=3),
-        nn.ReLU(),
-        nn.AvgPool2d(kernel_size=2, stride=2),
-        nn.Conv2d(20, 50, kernel_size=5),
-        nn.ReLU(),
-        nn.AvgPool2d(kernel_size=2, stride=2),
-        nn.Flatten(),
-        nn.Linear(800, 128),
-        nn.ReLU(),
-        nn.Linear(128, num_classes),
-    )
+        nn.Conv2d(1, 20, kernel_size=3), nn.ReLU(), nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Conv2d(20, 50, kernel_size=5), nn.ReLU(), nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Flatten(), nn.Linear(800, 128), nn.ReLU(), nn.Linear(128, num_classes),
+    )  # fmt: skip
 
 
 def lenet_params(scale: float = 0.01, *, seed: int | None = None) -> list[torch.Tensor]:
     """D2L's from-scratch LeNet parameters ``[W1, b1, W2, b2, W3, b3, W4, b4]`` on the CPU.
 
-    Weights are Gaussian with standard deviation ``scale``, biases zero. They do not require
-    gradients: :func:`gpukit.parallel.get_params` copies them to a device and turns that on.
-
-    Args:
-        scale: standard deviation of the weights (> 0).
-        seed: seed for the weights; ``None`` draws from torch's global generator, as D2L does.
+    Weights are Gaussian with standard deviation ``scale``, biases zero; ``seed=None`` draws
+    from torch's global generator, as D2L does. They do not require gradients:
+    :func:`gpukit.parallel.get_params` copies them to a device and turns that on.
 
     Example:
-        >>> [tuple(p.shape) for p in lenet_params()][:2]
+        >>> [tuple(p.shape) for p in lenet_params(seed=1)][:2]
         [(20, 1, 3, 3), (20,)]
-        >>> torch.equal(lenet_params(seed=1)[0], lenet_params(seed=1)[0])
-        True
     """
-    if isinstance(scale, bool) or not isinstance(scale, int | float):
-        raise TypeError(f"scale must be a float, got {type(scale).__name__}")
-    if not (scale > 0 and math.isfinite(scale)):
-        raise ValueError(f"scale must be a finite number > 0, got {scale}")
+    check_number(scale, "scale")
     if seed is not None:
         check_int(seed, "seed", None, "or None")
     generator = None if seed is None else torch.Generator().manual_seed(seed)
@@ -186,26 +123,19 @@ def lenet_params(scale: float = 0.01, *, seed: int | None = None) -> list[torch.
 
 
 def lenet_forward(X: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
-    """D2L's ``lenet(X, params)``: the from-scratch LeNet applied to a batch ``X``.
-
-    Args:
-        X: images of shape ``(batch, 1, 28, 28)`` on the parameters' device.
-        params: the eight tensors of :func:`lenet_params` (or their copies on a device).
+    """D2L's ``lenet(X, params)``: the from-scratch LeNet applied to images ``X``, ``(B, 1, 28,
+    28)``, with the eight tensors of :func:`lenet_params` (or their copies on ``X``'s device).
 
     Example:
         >>> lenet_forward(torch.zeros(3, 1, 28, 28), lenet_params(seed=0)).shape
         torch.Size([3, 10])
     """
-    if not isinstance(X, torch.Tensor):
-        raise TypeError(f"X must be a torch.Tensor, got {type(X).__name__}")
+    check_type(X, "X", torch.Tensor, "a torch.Tensor")
     if X.dim() != 4 or tuple(X.shape[1:]) != (1, 28, 28):
         raise ValueError(f"X must have shape (batch, 1, 28, 28), got {tuple(X.shape)}")
-    if not isinstance(params, list | tuple) or len(params) != len(_LENET_SHAPES):
-        raise ValueError("params must be the list of 8 tensors from lenet_params()")
-    for i, (p, shape) in enumerate(zip(params, _LENET_SHAPES, strict=True)):
-        if not isinstance(p, torch.Tensor) or tuple(p.shape) != shape:
-            got = tuple(p.shape) if isinstance(p, torch.Tensor) else type(p).__name__
-            raise ValueError(f"params[{i}] must be a tensor of shape {shape}, got {got}")
+    shapes = [tuple(p.shape) if isinstance(p, torch.Tensor) else p for p in params]
+    if shapes != list(_LENET_SHAPES):
+        raise ValueError(f"params must be the 8 tensors of lenet_params(), got {shapes}")
     W1, b1, W2, b2, W3, b3, W4, b4 = params
     h1 = F.avg_pool2d(F.relu(F.conv2d(X, W1, b1)), kernel_size=2, stride=2)
     h2 = F.avg_pool2d(F.relu(F.conv2d(h1, W2, b2)), kernel_size=2, stride=2)
@@ -218,26 +148,23 @@ def init_weights(net: nn.Module, method: str = "xavier", *, seed: int = 0) -> nn
 
     Convolution and linear weights get D2L's initialisation: ``"xavier"`` (uniform Xavier, as
     D2L's ``train_ch6``) or ``"normal"`` (Gaussian, std 0.01, as D2L's concise multi-GPU
-    section). Where D2L keeps PyTorch's random default biases, here they are set to zero and
-    batch norm is reset, so that the whole network depends on the seed only: the same seed
-    gives the same network whatever was drawn before. torch's global generator is not touched.
+    section). Where D2L keeps PyTorch's random default biases, here they are zero and batch norm
+    is reset, so the same seed gives the same network whatever was drawn before. Torch's global
+    generator is not touched.
 
     Example:
-        >>> a = init_weights(lenet(), seed=3)
-        >>> b = init_weights(lenet(), seed=3)
+        >>> a, b = init_weights(lenet(), seed=3), init_weights(lenet(), seed=3)
         >>> all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
         True
     """
-    if not isinstance(net, nn.Module):
-        raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
-    if method not in ("xavier", "normal"):
-        raise ValueError(f"method must be 'xavier' or 'normal', got {method!r}")
+    check_type(net, "net", nn.Module, "a torch.nn.Module")
+    check_choice(method, "method", ("xavier", "normal"))
     check_int(seed, "seed", None)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for module in net.modules():
             if isinstance(module, nn.Linear | nn.Conv2d):
-                # Draw on the CPU so the numbers do not depend on the device the net is on.
+                # Drawn on the CPU, so the numbers do not depend on the device the net is on.
                 weight = torch.empty(module.weight.shape)
                 if method == "xavier":
                     nn.init.xavier_uniform_(weight, generator=generator)

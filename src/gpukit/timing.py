@@ -1,68 +1,44 @@
 """Timing code that may run on a GPU: :class:`Timer`, :class:`Benchmark`, :func:`format_seconds`.
 
-CUDA runs asynchronously: a call such as ``y = x @ x`` on a GPU returns as soon as the work is
-*queued*, long before it is *done*. D2L's ``Timer`` and ``Benchmark`` read the wall clock right
-away, so around GPU work they measure how fast Python queues kernels unless the code inside
-synchronizes (D2L's section on asynchronous computation shows both, adding
-``torch.cuda.synchronize`` at the end of the block). The classes here keep D2L's names and
-methods but wait for the GPU before reading any clock, at the start as well as at the end:
+CUDA runs asynchronously: ``y = x @ x`` on a GPU returns as soon as the work is *queued*, long
+before it is *done*. D2L's ``Timer`` and ``Benchmark`` read the wall clock right away, so around
+GPU work they measure how fast Python queues kernels unless the code inside synchronizes (D2L's
+section on asynchronous computation adds ``torch.cuda.synchronize`` at the end of the block).
+The classes here keep D2L's names and methods but wait for the GPU before reading any clock, at
+the start as well as at the end:
 
-* with ``device=None`` (the default) they use the wall clock (:func:`time.perf_counter`) and
-  first synchronize every GPU that PyTorch has started using;
+* with ``device=None`` (the default) they use the wall clock (:func:`time.perf_counter`) after
+  synchronizing every GPU that PyTorch has started using;
 * with a CUDA device they record CUDA events on that device's current stream and wait for the
-  stop event, so the time is what the GPU itself measured between the two points.
+  stop event: the time is what the GPU measured between the two points, idle gaps included.
 
-Every time gpukit prints has the form ``0.1234 sec`` (see :func:`format_seconds`), so the
-outputs of executed pages can be compared with times masked by the regex ``\\d+\\.\\d+ sec``.
+Every time gpukit prints looks like ``0.1234 sec`` (:func:`format_seconds`), so outputs of
+executed pages can be compared with times masked by the regex ``\\d+\\.\\d+ sec``.
 """
 
 from __future__ import annotations
 
-import math
+import itertools
+import statistics
 import time
-from numbers import Real
 from types import TracebackType
 
 import torch
 
+from gpukit._checks import check_number, check_type
 from gpukit.devices import existing_device
 
 __all__ = ["Benchmark", "Timer", "format_seconds"]
 
 
 def format_seconds(seconds: float) -> str:
-    """Format a duration the way every printed time in gpukit looks: ``'0.1234 sec'``.
-
-    Args:
-        seconds: a finite, non-negative number of seconds.
-
-    Returns:
-        The duration with four decimals followed by ``" sec"``.
-
-    Raises:
-        TypeError: if ``seconds`` is not a real number.
-        ValueError: if ``seconds`` is negative, infinite or NaN.
+    """Format a finite, non-negative duration the way gpukit prints every time.
 
     Example:
         >>> format_seconds(0.123456)
         '0.1235 sec'
-        >>> format_seconds(12)
-        '12.0000 sec'
     """
-    # bool is an int subclass, but format_seconds(True) is certainly a mistake.
-    if isinstance(seconds, bool) or not isinstance(seconds, Real):
-        raise TypeError(f"seconds must be a real number such as 0.25, got {type(seconds).__name__}")
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"seconds must be finite and >= 0, got {seconds!r}")
-    return f"{seconds:.4f} sec"
-
-
-def _check_device(device: object) -> torch.device | None:
-    """``None`` or the CPU: wall-clock timing (returns None); a GPU: CUDA events on it."""
-    if device is None:
-        return None
-    dev = existing_device(device)
-    return None if dev.type == "cpu" else dev
+    return f"{check_number(seconds, 'seconds', zero=True):.4f} sec"
 
 
 def _synchronize_all() -> None:
@@ -78,74 +54,49 @@ def _synchronize_all() -> None:
 
 
 class Timer:
-    """Record several running times (D2L's ``Timer``, but correct for GPU work).
+    """Record several running times (D2L's ``Timer``, but waiting for the GPU; see above).
 
-    The timer starts when it is created. Each :meth:`stop` records the seconds since the last
-    :meth:`start` in :attr:`times`.
-
-    Unlike D2L, which reads the clock while GPU work may still be queued, this timer waits for
-    the GPU first (see the module documentation), so its numbers include the GPU's work.
+    The timer starts when it is created; each :meth:`stop` appends the seconds since the last
+    :meth:`start` to :attr:`times`.
 
     Args:
-        device: ``None`` or a CPU device: wall clock, after synchronizing every GPU in use.
-            A CUDA device (``'cuda:0'``, ``torch.device('cuda', 1)``): CUDA events recorded on
-            that device's current stream; work on other devices or streams is not covered.
-
-    Attributes:
-        times: the recorded durations in seconds, oldest first.
+        device: ``None`` or the CPU: the wall clock, after synchronizing every GPU in use.
+            A CUDA device: CUDA events on that device's current stream (work on other devices
+            or streams is not covered).
 
     Example:
         >>> timer = Timer()
-        >>> x = torch.ones(100, 100)
-        >>> y = x @ x
+        >>> y = torch.ones(100, 100) @ torch.ones(100, 100)
         >>> elapsed = timer.stop()
-        >>> elapsed >= 0 and timer.times == [elapsed]
+        >>> timer.times == [elapsed]
         True
         >>> if torch.cuda.is_available():
         ...     gpu_timer = Timer(device="cuda:0")
-        ...     z = x.cuda() @ x.cuda()
+        ...     z = torch.ones(100, 100, device="cuda:0").sum()
         ...     assert gpu_timer.stop() >= 0
     """
 
     def __init__(self, device: str | torch.device | None = None) -> None:
-        self.device = _check_device(device)
+        dev = None if device is None else existing_device(device)
+        self.device = dev if dev is not None and dev.type == "cuda" else None
         self.times: list[float] = []
-        self._tik = 0.0
-        self._start_event: torch.cuda.Event | None = None
         self.start()
 
     def start(self) -> None:
-        """Start (or restart) the timer.
-
-        Example:
-            >>> timer = Timer()
-            >>> timer.start()
-            >>> timer.stop() >= 0
-            True
-        """
+        """Start (or restart) the timer."""
         if self.device is None:
-            # Work queued before start() must not be counted in this interval.
-            _synchronize_all()
+            _synchronize_all()  # work queued before start() must not count
             self._tik = time.perf_counter()
         else:
-            event = torch.cuda.Event(enable_timing=True)
-            event.record(torch.cuda.current_stream(self.device))
-            self._start_event = event
+            self._start_event = torch.cuda.Event(enable_timing=True)
+            self._start_event.record(torch.cuda.current_stream(self.device))
 
     def stop(self) -> float:
-        """Wait for queued GPU work, record the seconds since :meth:`start`, and return them.
-
-        Example:
-            >>> timer = Timer()
-            >>> seconds = timer.stop()
-            >>> timer.times[-1] == seconds
-            True
-        """
+        """Wait for queued GPU work, record the seconds since :meth:`start`, and return them."""
         if self.device is None:
             _synchronize_all()
             seconds = time.perf_counter() - self._tik
         else:
-            assert self._start_event is not None  # start() ran in __init__
             end = torch.cuda.Event(enable_timing=True)
             end.record(torch.cuda.current_stream(self.device))
             end.synchronize()
@@ -153,31 +104,12 @@ class Timer:
         self.times.append(seconds)
         return seconds
 
-    def _require_times(self, what: str) -> None:
-        if not self.times:
-            raise RuntimeError(f"Timer.{what}() needs at least one time: call stop() first")
-
     def avg(self) -> float:
-        """Return the average of the recorded times.
-
-        Example:
-            >>> timer = Timer()
-            >>> timer.times = [1.0, 2.0, 6.0]
-            >>> timer.avg()
-            3.0
-        """
-        self._require_times("avg")
-        return sum(self.times) / len(self.times)
+        """Return the average of the recorded times (an error before the first :meth:`stop`)."""
+        return statistics.fmean(self.times)
 
     def sum(self) -> float:
-        """Return the sum of the recorded times.
-
-        Example:
-            >>> timer = Timer()
-            >>> timer.times = [1.0, 2.0, 6.0]
-            >>> timer.sum()
-            9.0
-        """
+        """Return the sum of the recorded times."""
         return sum(self.times)
 
     def cumsum(self) -> list[float]:
@@ -186,46 +118,26 @@ class Timer:
         Example:
             >>> timer = Timer()
             >>> timer.times = [1.0, 2.0, 6.0]
-            >>> timer.cumsum()
-            [1.0, 3.0, 9.0]
+            >>> timer.avg(), timer.sum(), timer.cumsum()
+            (3.0, 9.0, [1.0, 3.0, 9.0])
         """
-        totals: list[float] = []
-        running = 0.0
-        for t in self.times:
-            running += t
-            totals.append(running)
-        return totals
+        return list(itertools.accumulate(self.times))
 
 
 class Benchmark:
     """Time a ``with`` block and print ``"<description>: 0.1234 sec"`` (D2L's ``Benchmark``).
 
-    Unlike D2L, the time includes GPU work queued inside the block: the clock is read only
-    after the GPU has finished (see :class:`Timer`, which does the measuring).
-
-    Args:
-        description: the text printed before the time.
-        device: passed to :class:`Timer`.
-
-    Attributes:
-        timer: the :class:`Timer` used; ``timer.times[-1]`` is the last measured time.
+    Unlike D2L's, the time includes GPU work queued inside the block: a :class:`Timer` (``timer``,
+    made with ``device``) measures it. A block that raises prints nothing.
 
     Example:
-        >>> x = torch.ones(200, 200)
         >>> with Benchmark("matmul"):  # doctest: +ELLIPSIS
-        ...     y = x @ x
+        ...     y = torch.ones(200, 200) @ torch.ones(200, 200)
         matmul: ... sec
-        >>> if torch.cuda.is_available():  # doctest: +ELLIPSIS
-        ...     with Benchmark("GPU matmul", device="cuda:0"):
-        ...         z = x.cuda() @ x.cuda()
-        ... else:
-        ...     print("GPU matmul: 0.0001 sec")  # what it prints on a GPU
-        GPU matmul: ... sec
     """
 
     def __init__(self, description: str = "Done", device: str | torch.device | None = None):
-        if not isinstance(description, str):
-            raise TypeError(f"description must be a str, got {type(description).__name__}")
+        check_type(description, "description", str, "a str")
         self.description = description
         self.timer = Timer(device)
 
@@ -240,6 +152,5 @@ class Benchmark:
         traceback: TracebackType | None,
     ) -> None:
         seconds = self.timer.stop()
-        # A failed block has no meaningful time; printing one would hide the error's output.
-        if exc_type is None:
+        if exc_type is None:  # a failed block has no meaningful time
             print(f"{self.description}: {format_seconds(seconds)}")

@@ -36,7 +36,6 @@ NO_ARGUMENTS = {
 NOT_CALLED_BY_PAGES = {
     "DataNotFoundError",
     "EpochStats",
-    "IDXFormatError",
     "LaunchError",
     "Measurement",
     "Profile",
@@ -79,9 +78,6 @@ CASES = [
     ("load_data_fashion_mnist", (32,), {"seed": -1}, ValueError, "seed"),
     ("load_data_fashion_mnist", (32,), {"num_workers": -1}, ValueError, "num_workers"),
     ("load_data_fashion_mnist", (32,), {"root": 3}, TypeError, "root"),
-    ("read_idx", (3,), {}, TypeError, "path"),
-    ("read_idx", ("x.idx",), {"magic": "2049"}, TypeError, "magic"),
-    ("read_idx", ("x.idx",), {"magic": -1}, ValueError, "magic"),
     ("pick", (), {"quick": 10, "full": "20"}, TypeError, "full"),
     # devices
     ("gpu", ("0",), {}, TypeError, "i"),
@@ -94,9 +90,9 @@ CASES = [
     ("describe_devices", (["cpu"],), {}, TypeError, "devices"),
     ("existing_device", (0,), {}, TypeError, "device"),
     ("existing_device", ("meta",), {}, ValueError, "device"),
-    # measure
     ("describe_device", (3,), {}, TypeError, "device"),
     ("describe_device", ("nodevice",), {}, ValueError, "device"),
+    # measure
     ("time_op", ("op",), {}, TypeError, "op"),
     ("time_op", (noop,), {"repeats": 0}, ValueError, "repeats"),
     ("time_op", (noop,), {"warmup": "1"}, TypeError, "warmup"),
@@ -104,16 +100,12 @@ CASES = [
     ("copy_bandwidth", (0,), {}, ValueError, "nbytes"),
     ("copy_bandwidth", (1024,), {"direction": "sideways"}, ValueError, "direction"),
     ("copy_bandwidth", (1024,), {"pinned": "no"}, TypeError, "pinned"),
-    ("copy_bandwidths", (1024,), {"repeats": 0}, ValueError, "repeats"),
-    ("copy_bandwidths", (1.5,), {}, TypeError, "nbytes"),
     ("launch_latency", (), {"repeats": "many"}, TypeError, "repeats"),
     ("launch_latency", (), {"synchronize_each": 1}, TypeError, "synchronize_each"),
     ("matmul_dtypes", (3,), {}, TypeError, "device"),
     ("matmul_throughput", ("64",), {}, TypeError, "n"),
     ("matmul_throughput", (0,), {}, ValueError, "n"),
     ("matmul_throughput", (64,), {"dtype": "fp7"}, ValueError, "dtype"),
-    ("peak_tflops", (3,), {}, TypeError, "name"),
-    ("peak_tflops", ("NVIDIA H100",), {"dtype": "fp7"}, ValueError, "dtype"),
     # metrics
     ("Accumulator", ("3",), {}, TypeError, "n"),
     ("Accumulator", (0,), {}, ValueError, "n"),
@@ -174,8 +166,6 @@ CASES = [
     ("launch", (noop, 1), {"timeout_s": 0}, ValueError, "timeout_s"),
     ("ring_allreduce", ([1.0],), {}, TypeError, "tensor"),
     ("ring_allreduce_demo", (0, 1), {"numel": 0}, ValueError, "numel"),
-    ("ring_allreduce_demo", ("0", 1), {}, TypeError, "rank"),
-    ("ring_allreduce_demo", (0, 0), {}, ValueError, "world_size"),
     # training
     ("sgd", ([lambda: torch.zeros(1)], 0, 1), {}, ValueError, "lr"),
     ("sgd", ([], 0.1, "8"), {}, TypeError, "batch_size"),

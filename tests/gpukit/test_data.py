@@ -14,11 +14,9 @@ import torch
 import gpukit.data as gd
 from gpukit.data import (
     DataNotFoundError,
-    IDXFormatError,
     find_fashion_mnist,
     get_fashion_mnist_labels,
     load_data_fashion_mnist,
-    read_idx,
 )
 
 REAL_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -36,31 +34,31 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         raise urllib.error.URLError("offline (test)")
 
     monkeypatch.setattr(gd, "_fetch", offline)
-    gd._decode_split.cache_clear()
+    gd._decode.cache_clear()
 
 
 def cache_folder(tmp_path: Path) -> Path:
     return tmp_path / "xdg-cache" / "gpukit" / "fashion-mnist"
 
 
-# ---------------------------------------------------------------- read_idx
+# ---------------------------------------------------------------- IDX files
 
 
-def test_read_idx_reads_gzip_and_raw(tmp_path, write_idx):
+def read_idx(path: Path, magic: int = 2049):
+    return gd._read_idx(Path(path), magic)
+
+
+def test_read_idx_reads_gzip(tmp_path, write_idx):
     array = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
-    gz = write_idx(tmp_path / "a-idx3-ubyte.gz", array, magic=2051)
-    raw = tmp_path / "a-idx3-ubyte"
-    raw.write_bytes(gzip.decompress(gz.read_bytes()))
-    for path in (gz, raw, str(gz)):
-        got = read_idx(path, magic=2051)
-        assert got.dtype == np.uint8
-        np.testing.assert_array_equal(got, array)
+    got = read_idx(write_idx(tmp_path / "a-idx3-ubyte.gz", array, magic=2051), 2051)
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, array)
 
 
 def test_read_idx_truncated_gzip_names_file(tmp_path, write_idx):
     path = write_idx(tmp_path / "cut-idx1-ubyte.gz", np.zeros(5000, np.uint8), magic=2049)
     path.write_bytes(path.read_bytes()[:-20])
-    with pytest.raises(IDXFormatError, match=r"cut-idx1-ubyte\.gz.*gzip"):
+    with pytest.raises(ValueError, match=r"cut-idx1-ubyte\.gz.*gzip"):
         read_idx(path)
 
 
@@ -69,53 +67,26 @@ def test_read_idx_corrupt_gzip_names_file(tmp_path, write_idx):
     raw = bytearray(path.read_bytes())
     raw[20:40] = b"\xff" * 20  # damage the deflate stream
     path.write_bytes(bytes(raw))
-    with pytest.raises(IDXFormatError, match=r"bad-idx1-ubyte\.gz"):
+    with pytest.raises(ValueError, match=r"bad-idx1-ubyte\.gz"):
         read_idx(path)
-
-
-def test_read_idx_not_gzip_at_all(tmp_path):
-    path = tmp_path / "text.gz"
     path.write_text("this is not gzip")
-    with pytest.raises(IDXFormatError, match=r"text\.gz"):
+    with pytest.raises(ValueError, match=r"bad-idx1-ubyte\.gz: not a complete gzip file"):
         read_idx(path)
 
 
 def test_read_idx_wrong_magic_names_file_and_numbers(tmp_path, write_idx):
     path = write_idx(tmp_path / "labels.gz", np.zeros(3, np.uint8), magic=2049)
-    with pytest.raises(IDXFormatError, match=r"labels\.gz: magic number 2049, expected 2051"):
+    with pytest.raises(ValueError, match=r"labels\.gz: magic number 2049, expected 2051"):
         read_idx(path, magic=2051)
 
 
-def test_read_idx_rejects_non_ubyte_type(tmp_path, write_idx):
-    path = write_idx(tmp_path / "float.gz", np.zeros(4, np.uint8), magic=0x0D01)
-    with pytest.raises(IDXFormatError, match=r"float\.gz.*unsigned-byte"):
-        read_idx(path)
-
-
-@pytest.mark.parametrize("delta", [-1, +1, -700])
-def test_read_idx_size_must_match_header_exactly(tmp_path, delta):
-    payload = gd_header(2051, (3, 28, 28)) + bytes(3 * 28 * 28 + delta)
+@pytest.mark.parametrize("size", [16 + 2351, 16 + 2353, 16 + 1652, 9])
+def test_read_idx_size_must_match_header_exactly(tmp_path, size):
+    payload = (gd_header(2051, (3, 28, 28)) + bytes(3 * 28 * 28 + 1))[:size]
     path = tmp_path / "short.gz"
     path.write_bytes(gzip.compress(payload))
-    with pytest.raises(IDXFormatError, match=r"short\.gz: the header announces 3 x 28 x 28"):
+    with pytest.raises(ValueError, match=rf"short\.gz: the header .* holds {size} bytes"):
         read_idx(path, magic=2051)
-
-
-def test_read_idx_truncated_header(tmp_path):
-    path = tmp_path / "h.gz"
-    path.write_bytes(gzip.compress(gd_header(2051, (3, 28, 28))[:9]))
-    with pytest.raises(IDXFormatError, match=r"h\.gz: truncated inside its header"):
-        read_idx(path)
-    path.write_bytes(gzip.compress(b"\x00\x00"))
-    with pytest.raises(IDXFormatError, match="too short"):
-        read_idx(path)
-
-
-def test_read_idx_argument_errors(tmp_path):
-    with pytest.raises(TypeError, match="path must be"):
-        read_idx(3)
-    with pytest.raises(FileNotFoundError):
-        read_idx(tmp_path / "missing.gz")
 
 
 def gd_header(magic: int, dims: tuple[int, ...]) -> bytes:
@@ -282,7 +253,7 @@ def test_loader_shapes_types_and_ranges(fake_fashion_mnist):
     assert X.min() >= 0.0 and X.max() <= 1.0
     assert len(train_iter.dataset) == 50 and len(test_iter.dataset) == 20
     assert sum(len(y) for _, y in train_iter) == 50
-    images = read_idx(folder / gd.FILES["train"][0])
+    images = read_idx(folder / gd.FILES["train"][0], 2051)
     first = train_iter.dataset.tensors[0][0, 0]
     np.testing.assert_allclose(first.numpy(), images[0] / 255, rtol=1e-6)
 
@@ -346,21 +317,21 @@ def test_resize_with_worker_processes(fake_fashion_mnist):
 def test_image_label_count_mismatch_names_both_files(tmp_path, fake_fashion_mnist, write_idx):
     folder = fake_fashion_mnist()
     write_idx(folder / gd.FILES["test"][1], np.zeros(19, np.uint8), magic=2049)
-    with pytest.raises(IDXFormatError, match=r"t10k-images.*20 images.*t10k-labels.*19 labels"):
+    with pytest.raises(ValueError, match=r"t10k-images.*20 images.*t10k-labels.*19 labels"):
         load_data_fashion_mnist(4, root=folder)
 
 
 def test_label_out_of_range(fake_fashion_mnist, write_idx):
     folder = fake_fashion_mnist()
     write_idx(folder / gd.FILES["train"][1], np.full(50, 10, np.uint8), magic=2049)
-    with pytest.raises(IDXFormatError, match=r"train-labels.*label 10 out of range"):
+    with pytest.raises(ValueError, match=r"train-labels.*label 10 out of range"):
         load_data_fashion_mnist(4, root=folder)
 
 
 def test_wrong_magic_in_data_folder_names_file(fake_fashion_mnist, write_idx):
     folder = fake_fashion_mnist()
     write_idx(folder / gd.FILES["train"][0], np.zeros(50, np.uint8), magic=2049)
-    with pytest.raises(IDXFormatError, match=r"train-images-idx3-ubyte\.gz: magic number 2049"):
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte\.gz: magic number 2049"):
         load_data_fashion_mnist(4, root=folder)
 
 
@@ -369,20 +340,20 @@ def test_truncated_data_file_is_an_error_not_a_smaller_set(fake_fashion_mnist):
     path = folder / gd.FILES["train"][0]
     content = gzip.decompress(path.read_bytes())
     path.write_bytes(gzip.compress(content[: -28 * 28]))  # one image short, valid gzip
-    with pytest.raises(IDXFormatError, match=r"train-images-idx3-ubyte\.gz"):
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte\.gz"):
         load_data_fashion_mnist(4, root=folder)
 
 
 def test_decoded_arrays_are_cached_until_the_file_changes(fake_fashion_mnist, monkeypatch):
     folder = fake_fashion_mnist()
     calls: list[str] = []
-    real_read_idx = gd.read_idx
+    real_read_idx = gd._read_idx
 
-    def counting(path, **kwargs):
+    def counting(path, magic):
         calls.append(Path(path).name)
-        return real_read_idx(path, **kwargs)
+        return real_read_idx(path, magic)
 
-    monkeypatch.setattr(gd, "read_idx", counting)
+    monkeypatch.setattr(gd, "_read_idx", counting)
     load_data_fashion_mnist(4, root=folder)
     load_data_fashion_mnist(8, root=folder, n_train=5)
     assert len(calls) == 4
@@ -402,19 +373,19 @@ def test_cached_arrays_are_not_modified_by_loaders(fake_fashion_mnist):
 @pytest.mark.parametrize(
     ("kwargs", "error", "pattern"),
     [
-        ({"batch_size": 0}, ValueError, "batch_size must be an int >= 1"),
-        ({"batch_size": 2.0}, TypeError, "batch_size must be an int >= 1"),
+        ({"batch_size": 0}, ValueError, "batch_size must be >= 1"),
+        ({"batch_size": 2.0}, TypeError, "batch_size must be an int"),
         ({"batch_size": True}, TypeError, "batch_size"),
         ({"resize": 0}, ValueError, "resize must be None, an int >= 1 or a pair"),
         ({"resize": (28,)}, TypeError, "resize must be"),
         ({"resize": "28"}, TypeError, "resize must be"),
         ({"resize": (28, 0)}, ValueError, "resize must be"),
-        ({"n_train": 0}, ValueError, "n_train must be None or an int >= 1"),
+        ({"n_train": 0}, ValueError, "n_train must be >= 1"),
         ({"n_test": 1.5}, TypeError, "n_test must be"),
         ({"n_train": 51}, ValueError, "n_train must be None or between 1 and 50, got 51"),
         ({"n_test": 21}, ValueError, "n_test must be None or between 1 and 20, got 21"),
-        ({"seed": -1}, ValueError, "seed must be an int >= 0"),
-        ({"num_workers": -1}, ValueError, "num_workers must be an int >= 0"),
+        ({"seed": -1}, ValueError, "seed must be >= 0"),
+        ({"num_workers": -1}, ValueError, "num_workers must be >= 0"),
         ({"root": 5}, TypeError, "root must be"),
     ],
 )

@@ -59,6 +59,11 @@ def test_describe_devices_says_when_cpu_replicas_stand_in() -> None:
     assert "CPU replicas standing in for GPUs" in text
 
 
+def test_describe_device_names_the_cpu_and_its_threads() -> None:
+    text = gpukit.describe_device("cpu")
+    assert text.startswith("cpu: ") and f"{torch.get_num_threads()} PyTorch thread" in text
+
+
 def test_device_report_without_nvidia_smi_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(devices.shutil, "which", lambda name: None)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)

@@ -76,7 +76,6 @@ def test_subplot_grid():
 @pytest.mark.parametrize(
     ("kwargs", "error", "pattern"),
     [
-        ({"xlabel": 1}, TypeError, "xlabel must be None or a str"),
         ({"legend": "train"}, TypeError, "legend must be None or a sequence of str"),
         ({"xlim": [1]}, TypeError, "xlim must be a sequence of two numbers"),
         ({"ylim": "ab"}, TypeError, "ylim must be"),
