@@ -4,18 +4,9 @@ Names follow D2L's PyTorch helpers where D2L has the same idea, so ``import gpuk
 runs D2L code for the GPU chapter. Every public name of the topic modules is exported here.
 """
 
-from gpukit import (
-    data,
-    devices,
-    measure,
-    metrics,
-    models,
-    parallel,
-    plotting,
-    profiles,
-    timing,
-    training,
-)
+import importlib
+import pkgutil
+
 from gpukit.data import *
 from gpukit.devices import *
 from gpukit.measure import *
@@ -27,5 +18,9 @@ from gpukit.profiles import *
 from gpukit.timing import *
 from gpukit.training import *
 
-_MODULES = (data, devices, measure, metrics, models, parallel, plotting, profiles, timing, training)
-__all__ = sorted(name for module in _MODULES for name in module.__all__)
+__all__ = sorted(
+    name
+    for module in pkgutil.iter_modules(__path__)
+    if not module.name.startswith("_")
+    for name in importlib.import_module(f"gpukit.{module.name}").__all__
+)

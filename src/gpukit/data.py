@@ -1,9 +1,8 @@
 """Fashion-MNIST, read from its IDX files without torchvision.
 
-:func:`load_data_fashion_mnist` keeps D2L's name and returns D2L's ``(train_iter, test_iter)``
-pair of ``DataLoader`` objects. It adds what executed pages need: real data in small
-deterministic subsets (``n_train``, ``n_test``), a seeded shuffle, and a search for the files
-that works offline. :func:`find_fashion_mnist` looks, in order, in
+:func:`load_data_fashion_mnist` returns D2L's ``(train_iter, test_iter)`` pair of loaders, plus
+what executed pages need: small deterministic subsets, a seeded shuffle, and a search for the
+files that works offline. :func:`find_fashion_mnist` looks, in order, in
 
 1. the ``root`` argument, else the folder named by the ``GPUKIT_DATA`` environment variable
    (when either is given, it is the only place looked at: no other data is silently used);
@@ -78,9 +77,7 @@ def _gunzip(path: Path) -> bytes:
         with gzip.open(path, "rb") as f:
             return f.read()
     except (OSError, EOFError, zlib.error) as err:  # truncated: EOFError; damaged: the others
-        raise ValueError(
-            f"{path}: not a complete gzip file ({err}); delete it and get it again"
-        ) from None
+        raise ValueError(f"{path}: not a complete gzip file ({err}); get it again") from None
 
 
 def _read_idx(path: Path, magic: int) -> np.ndarray:
@@ -98,11 +95,6 @@ def _read_idx(path: Path, magic: int) -> np.ndarray:
             f"bytes with the header), but the file holds {len(raw)} bytes"
         )
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gpukit" / "fashion-mnist"
 
 
 def _missing(folder: Path) -> list[str]:
@@ -125,8 +117,7 @@ def _download(name: str, folder: Path) -> None:
             _fetch(BASE_URL + name, out)
         found = hashlib.sha256(_gunzip(Path(tmp))).hexdigest()
         if found != CONTENT_SHA256[name]:
-            raise ValueError(f"{BASE_URL + name}: SHA-256 of the content is {found}, "
-                             f"expected {CONTENT_SHA256[name]}")  # fmt: skip
+            raise ValueError(f"{name}: SHA-256 {found}, expected {CONTENT_SHA256[name]}")
         os.replace(tmp, folder / name)
     finally:
         Path(tmp).unlink(missing_ok=True)
@@ -148,71 +139,55 @@ def find_fashion_mnist(
     """
     check_type(root, "root", str | os.PathLike | None, "None, a str or a path")
     check_type(download, "download", bool, "True or False")
-    explicit, source = root, "the root argument"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpukit"
+    cache, looked = cache / "fashion-mnist", []
     if root is None and os.environ.get(ENV_VAR):
-        explicit, source = os.environ[ENV_VAR], f"the {ENV_VAR} environment variable"
-    if explicit is not None:
-        folder = Path(explicit).expanduser()
-        missing = _missing(folder)
-        if not missing:
-            return folder
-        why = "missing " + ", ".join(missing) if folder.is_dir() else "no such folder"
-        raise DataNotFoundError(
-            f"Fashion-MNIST not found in {folder} (given by {source}): {why}. {_HOW_TO_GET}"
-        )
-    cache, looked = _cache_dir(), []
-    for folder, what in ((SYSTEM_DIR, "Debian/Ubuntu package dataset-fashion-mnist"),
-                         (cache, "user cache")):  # fmt: skip
+        root, source = os.environ[ENV_VAR], f"the {ENV_VAR} environment variable"
+    else:
+        source = "the root argument"
+    places = [(SYSTEM_DIR, "Debian/Ubuntu package dataset-fashion-mnist"), (cache, "user cache")]
+    if root is not None:  # the only place looked at: no other data is silently used
+        places = [(Path(root).expanduser(), f"given by {source}")]
+    for folder, what in places:
         missing = _missing(folder)
         if not missing:
             return folder
         why = "missing " + ", ".join(missing) if folder.is_dir() else "no such folder"
         looked.append(f"  - {folder} ({what}): {why}")
-    if not download:
+    if root is None and not download:
         looked.append(f"  - download from {BASE_URL}: not tried (download=False)")
-    else:
+    elif root is None:
         try:
             for name in _missing(cache):
                 _download(name, cache)
             return cache
         except (OSError, ValueError, http.client.HTTPException) as err:
             looked.append(f"  - download from {BASE_URL} into {cache}: failed ({err})")
+    unset = "" if root is not None else f" {ENV_VAR} is not set;"
     raise DataNotFoundError(
-        f"Fashion-MNIST not found. {ENV_VAR} is not set; looked in:\n"
-        + "\n".join(looked)
-        + f"\n{_HOW_TO_GET}"
+        f"Fashion-MNIST not found.{unset} Looked in:\n" + "\n".join(looked) + f"\n{_HOW_TO_GET}"
     ) from None
 
 
 @functools.lru_cache(maxsize=4)
-def _decode(folder: Path, split: str, stamp: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    # ``stamp`` (sizes and modification times) is part of the cache key, so a file replaced
-    # on disk is decoded again rather than served stale.
+def _decode(folder: Path, split: str, stamp: tuple) -> tuple[np.ndarray, np.ndarray]:
+    # ``stamp`` (the files' sizes and modification times) is part of the cache key, so a file
+    # replaced on disk is decoded again rather than served stale.
     images_path, labels_path = (folder / name for name in FILES[split])
     images, labels = _read_idx(images_path, 2051), _read_idx(labels_path, 2049)
     if len(images) != len(labels):
-        raise ValueError(f"{images_path} holds {len(images)} images but {labels_path} holds "
-                         f"{len(labels)} labels")  # fmt: skip
+        raise ValueError(
+            f"{images_path}: {len(images)} images, {labels_path}: {len(labels)} labels"
+        )
     if labels.size and labels.max() >= len(TEXT_LABELS):
         raise ValueError(f"{labels_path}: label {labels.max()} out of range 0..9")
     return images, labels
 
 
-def _load_split(folder: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
-    stats = [(folder / name).stat() for name in FILES[split]]
-    stamp = tuple(v for s in stats for v in (s.st_size, s.st_mtime_ns))
-    return _decode(folder.resolve(), split, stamp)
-
-
-class _Resize:
-    """collate_fn that resizes each batch (a class, so worker processes can pickle it)."""
-
-    def __init__(self, size: tuple[int, int]) -> None:
-        self.size = size
-
-    def __call__(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
-        X, y = data.default_collate(batch)
-        return [F.interpolate(X, size=self.size, mode="bilinear", align_corners=False), y]
+def _resized(batch: list[tuple[torch.Tensor, torch.Tensor]], size: tuple[int, int]) -> list:
+    """``collate_fn`` that resizes a batch (module level: worker processes must pickle it)."""
+    X, y = data.default_collate(batch)
+    return [F.interpolate(X, size=size, mode="bilinear", align_corners=False), y]
 
 
 def load_data_fashion_mnist(
@@ -268,7 +243,9 @@ def load_data_fashion_mnist(
     loaders = []
     for stream, (split, n, name) in enumerate((("train", n_train, "n_train"),
                                                ("test", n_test, "n_test"))):  # fmt: skip
-        images, labels = _load_split(folder, split)
+        stats = [(folder / name).stat() for name in FILES[split]]
+        stamp = tuple((st.st_size, st.st_mtime_ns) for st in stats)
+        images, labels = _decode(folder.resolve(), split, stamp)
         idx = np.arange(len(labels))
         if n is not None:
             if n > len(labels):
@@ -281,7 +258,7 @@ def load_data_fashion_mnist(
         loaders.append(data.DataLoader(
             dataset, batch_size, shuffle=split == "train", num_workers=num_workers,
             generator=torch.Generator().manual_seed(seed) if split == "train" else None,
-            collate_fn=None if resize is None else _Resize(tuple(size)),
+            collate_fn=None if resize is None else functools.partial(_resized, size=tuple(size)),
         ))  # fmt: skip
     return loaders[0], loaders[1]
 
@@ -298,9 +275,6 @@ def get_fashion_mnist_labels(labels: Iterable[int] | torch.Tensor) -> list[str]:
     if isinstance(labels, str) or not isinstance(labels, Iterable):
         raise TypeError(f"labels must be ints 0..9 or a tensor, got {type(labels).__name__}")
     labels = list(labels)
-    for label in labels:
-        if isinstance(label, bool) or not isinstance(label, int | np.integer):
-            raise TypeError(f"labels must hold ints 0..9, got {label!r}")
-        if not 0 <= label < len(TEXT_LABELS):
-            raise ValueError(f"labels must hold ints 0..9, got {label}")
-    return [TEXT_LABELS[int(label)] for label in labels]
+    if not all(isinstance(i, int | np.integer) and i in range(10) for i in labels):
+        raise ValueError(f"labels must hold ints 0..9, got {labels}")
+    return [TEXT_LABELS[i] for i in labels]

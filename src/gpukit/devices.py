@@ -20,19 +20,8 @@ import torch
 
 from gpukit._checks import check_int, check_type
 
-__all__ = [
-    "cpu",
-    "describe_device",
-    "describe_devices",
-    "describe_machine",
-    "device_report",
-    "existing_device",
-    "gpu",
-    "num_gpus",
-    "replicas",
-    "try_all_gpus",
-    "try_gpu",
-]
+__all__ = ["cpu", "describe_device", "describe_devices", "describe_machine", "device_report",
+           "existing_device", "gpu", "num_gpus", "replicas", "try_all_gpus", "try_gpu"]  # fmt: skip
 
 # Environment variables that lower the instruction set of oneDNN's and MKL's CPU kernels (ATen's
 # own choice, ATEN_CPU_CAPABILITY, shows in torch.backends.cpu.get_cpu_capability()).
@@ -54,8 +43,7 @@ def cpu() -> torch.device:
 
 
 def gpu(i: int = 0) -> torch.device:
-    """Return the ``i``-th GPU as a device, whether or not it exists (use :func:`try_gpu` if
-    the code must also run without it).
+    """Return GPU ``i`` as a device, whether or not it exists (:func:`try_gpu` checks).
 
     Example:
         >>> gpu(1)
@@ -97,8 +85,8 @@ def try_all_gpus() -> list[torch.device]:
 def replicas(n: int) -> list[torch.device]:
     """Return ``n`` devices for code written for ``n`` GPUs: real GPUs first, then CPU copies.
 
-    A page that wants two GPUs still runs its two-device code on a machine with one GPU
-    (``[cuda:0, cpu]``) or none (``[cpu, cpu]``); :func:`describe_devices` says which it got.
+    A page that wants two GPUs still runs its code with one GPU (``[cuda:0, cpu]``) or none
+    (``[cpu, cpu]``); :func:`describe_devices` says which it got.
 
     Example:
         >>> if num_gpus() == 0:
@@ -113,8 +101,8 @@ def replicas(n: int) -> list[torch.device]:
 def existing_device(device: object) -> torch.device:
     """Return ``device`` as a ``torch.device`` if it is the CPU or a GPU this machine has.
 
-    ``'cuda'`` becomes the current GPU with its index, so callers can compare devices. This is
-    the check behind every ``device`` argument of gpukit.
+    This is the check of every ``device`` argument of gpukit. ``'cuda'`` becomes the current
+    GPU with its index, so that devices compare equal.
 
     Example:
         >>> existing_device("cpu")
@@ -138,7 +126,7 @@ def existing_device(device: object) -> torch.device:
 
 
 def describe_devices(devices: list[torch.device]) -> str:
-    """Say which devices a computation really used, for honest page outputs.
+    """Say which devices a computation really used.
 
     Example:
         >>> describe_devices([cpu(), cpu()])
@@ -170,17 +158,7 @@ def _cores() -> str:
     return f"{cores} core{'s' if cores != 1 else ''}"
 
 
-def describe_device(device: str | torch.device | None = None) -> str:
-    """Say in one line which device measurements run on (``None``: :func:`try_gpu`).
-
-    A GPU's name, memory, compute capability and number of streaming multiprocessors (SMs);
-    the CPU's model, cores and PyTorch's thread count.
-
-    Example:
-        >>> describe_device("cpu").startswith("cpu: ")
-        True
-    """
-    dev = try_gpu() if device is None else existing_device(device)
+def _describe(dev: torch.device) -> str:
     if dev.type == "cpu":
         return f"cpu: {_cpu_model()}, {_cores()}, {torch.get_num_threads()} PyTorch thread(s)"
     props = torch.cuda.get_device_properties(dev)
@@ -190,13 +168,24 @@ def describe_device(device: str | torch.device | None = None) -> str:
     )
 
 
-def describe_machine() -> str:
-    """Name this machine's compute devices in one phrase, e.g. for a page's provenance line.
+def describe_device(device: str | torch.device | None = None) -> str:
+    """Say in one line which device measurements run on (``None``: :func:`try_gpu`): a GPU's
+    name, memory, compute capability and streaming multiprocessors (SMs); the CPU's model, cores
+    and PyTorch's threads.
 
-    ``"2 x NVIDIA H200 (CUDA 13.0)"`` (``"1 x NVIDIA A100-SXM4-40GB + 1 x Tesla T4 (CUDA 13.0)"``
-    with different GPUs). Without a GPU it names what changes a CPU's results, since the same
-    training run ends at different accuracies under different kernels: ``"CPU only, 2 cores
-    (AMD EPYC 7B13, AVX2 kernels)"``, plus any setting such as ``ONEDNN_MAX_CPU_ISA=SSE41``.
+    Example:
+        >>> describe_device("cpu").startswith("cpu: ")
+        True
+    """
+    return _describe(try_gpu() if device is None else existing_device(device))
+
+
+def describe_machine() -> str:
+    """Name this machine's compute devices in one phrase, e.g. ``"2 x NVIDIA H200 (CUDA 13.0)"``.
+
+    Without a GPU it names what changes a CPU's results (the same training ends at other
+    accuracies under other kernels): ``"CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels)"``,
+    plus any setting such as ``ONEDNN_MAX_CPU_ISA=SSE41``.
 
     Example:
         >>> text = describe_machine()
@@ -214,7 +203,7 @@ def describe_machine() -> str:
 
 
 def device_report() -> str:
-    """Describe the devices: ``nvidia-smi``'s output where it exists, else what torch knows.
+    """Describe the devices: ``nvidia-smi``'s output where it runs, else one line.
 
     Example:
         >>> report = device_report()
@@ -226,11 +215,5 @@ def device_report() -> str:
         done = subprocess.run([smi], capture_output=True, text=True, timeout=60, check=False)
         if done.returncode == 0:
             return done.stdout.rstrip()
-    n = num_gpus()
-    if n == 0:
-        return f"no GPU: CPU only, {_cores()} (torch {torch.__version__})"
-    lines = [f"{n} GPU(s), torch {torch.__version__}, CUDA {torch.version.cuda}"]
-    for i in range(n):
-        props = torch.cuda.get_device_properties(i)
-        lines.append(f"  cuda:{i}  {props.name}  {props.total_memory / 2**30:.1f} GiB")
-    return "\n".join(lines)
+    prefix = "no GPU" if num_gpus() == 0 else "no nvidia-smi"
+    return f"{prefix}: {describe_machine()}, torch {torch.__version__}"

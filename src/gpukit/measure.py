@@ -1,17 +1,10 @@
 """Measuring the hardware from PyTorch: copy bandwidth, launch latency, matmul throughput.
 
-The hardware page asks three questions of a device:
-
-* how fast do bytes move? :func:`copy_bandwidth` copies a buffer between host and GPU memory
-  (pageable or pinned) or within one memory, in GB/s;
-* what does one tiny operation cost? :func:`launch_latency` repeats an operation on a single
-  number, so the time is almost all overhead (a kernel launch on a GPU, dispatch on a CPU);
-* how fast can it compute? :func:`matmul_throughput` multiplies square matrices, in TFLOP/s on
-  a GPU (GFLOP/s on a CPU), next to the datasheet peak of :data:`PEAK_TFLOPS` where known.
-
-Each returns a :class:`Measurement` that names the device it ran on, timed by :func:`time_op`.
-On a CPU-only machine every function still runs and says what it measured instead. ``device``
-is a CPU or CUDA device; ``None`` means :func:`gpukit.devices.try_gpu` (GPU 0, else the CPU).
+The hardware page asks a device how fast bytes move (:func:`copy_bandwidth`), what one tiny
+operation costs (:func:`launch_latency`) and how fast it computes (:func:`matmul_throughput`).
+Each answer is a :class:`Measurement` naming the device, timed by :func:`time_op`; on a
+CPU-only machine each still runs and says what it measured instead. ``device`` is a CPU or
+CUDA device; ``None`` means :func:`gpukit.devices.try_gpu` (GPU 0, else the CPU).
 """
 
 from __future__ import annotations
@@ -28,21 +21,13 @@ from gpukit._checks import check_choice, check_int, check_type
 from gpukit.devices import existing_device, try_gpu
 from gpukit.timing import Timer, format_seconds
 
-__all__ = [
-    "PEAK_TFLOPS",
-    "Measurement",
-    "copy_bandwidth",
-    "launch_latency",
-    "matmul_dtypes",
-    "matmul_throughput",
-    "time_op",
-]
+__all__ = ["PEAK_TFLOPS", "Measurement", "copy_bandwidth", "launch_latency", "matmul_dtypes",
+           "matmul_throughput", "time_op"]  # fmt: skip
 
-#: Dense peak throughput in TFLOP/s by GPU model and number format, from the vendors'
-#: datasheets (NVIDIA H200, H100, A100, V100; Ada Lovelace whitepaper for the RTX 4090), at
-#: boost clock. "Dense": without 2:4 structured sparsity, which the headline tensor-core
-#: numbers of Ampere and later assume (they are twice these). ``tf32``, ``bf16`` and ``fp16``
-#: are tensor-core rates; a missing entry means no tensor-core path for that format.
+#: Dense peak TFLOP/s by GPU model and number format, at boost clock, from NVIDIA's datasheets
+#: (the Ada Lovelace whitepaper for the RTX 4090). "Dense": without the 2:4 sparsity that the
+#: headline tensor-core numbers of Ampere and later assume (twice these). ``tf32``, ``bf16``
+#: and ``fp16`` are tensor-core rates; a missing entry: no tensor-core path for that format.
 PEAK_TFLOPS: dict[str, dict[str, float]] = {
     "H200 SXM": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5},
     "H100 SXM": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5},
@@ -66,7 +51,6 @@ _MODEL_PATTERNS = (
 _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
            "fp16": torch.float16}  # fmt: skip
 _DIRECTIONS = ("host_to_device", "device_to_host", "within_device")
-ROUNDS = 5  # how many rounds time_op splits its calls into (fewer when there are fewer calls)
 
 
 @dataclass(frozen=True)
@@ -128,7 +112,7 @@ def _time(
     with torch.cuda.device(dev) if cuda else contextlib.nullcontext():
         for _ in range(warmup):
             op()
-        rounds = min(ROUNDS, repeats)
+        rounds = min(5, repeats)
         timer, per_call = Timer(dev if cuda else None), []
         for r in range(rounds):
             size = repeats // rounds + (r < repeats % rounds)
@@ -148,11 +132,9 @@ def time_op(
 ) -> tuple[float, float]:
     """Time ``op()``; return the total seconds of the timed calls and the seconds per call.
 
-    ``op`` runs ``warmup`` untimed times, then ``repeats`` timed times in up to five rounds.
-    The time per call is the median over the rounds, so a round slowed down by another program
-    (common on a shared machine) does not move it. With a CUDA ``device``, ``op`` runs with it
-    as the current device and is timed by CUDA events on its current stream; with ``None`` or
-    the CPU, by the wall clock after synchronizing every GPU in use (right for several devices).
+    ``op`` runs ``warmup`` untimed times, then ``repeats`` times in up to five rounds timed by a
+    :class:`~gpukit.timing.Timer` on ``device`` (as the current device, if a GPU). The time
+    per call is the median over the rounds: a round slowed by another program does not move it.
 
     Example:
         >>> total, per_call = time_op(torch.ones(1000).sum, repeats=20)
@@ -193,11 +175,6 @@ def copy_bandwidth(
     Example:
         >>> print(copy_bandwidth(2**20, "cpu", direction="within_device").what)
         host memory copy, 1 MiB (CPU only: no host<->device link)
-        >>> if torch.cuda.is_available():
-        ...     print(copy_bandwidth(2**20, "cuda:0", pinned=True).what)
-        ... else:
-        ...     print("host->device copy, pinned memory, 1 MiB")
-        host->device copy, pinned memory, 1 MiB
     """
     check_int(nbytes, "nbytes")
     check_int(repeats, "repeats")
@@ -257,13 +234,11 @@ def launch_latency(
         if sync:
             torch.cuda.synchronize(dev)
 
-    how = "synchronize after each" if synchronize_each else "back to back"
+    what = "synchronize after each" if synchronize_each else "back to back"
     if dev.type == "cuda":
-        what = f"tiny kernel, {how}"
-    elif synchronize_each:
-        what = f"tiny op, {how} (CPU: a no-op; dispatch overhead)"
+        what = f"tiny kernel, {what}"
     else:
-        what = f"tiny op, {how} (CPU: dispatch overhead, no kernel launch)"
+        what = f"tiny op, {what} (CPU: dispatch overhead, no kernel launch)"
     seconds, per_op = _time(op, dev, repeats, 10)
     return Measurement(_label(dev), what, repeats, seconds, per_op * 1e6, "µs per op")
 
@@ -330,9 +305,7 @@ def matmul_throughput(
     dev = _device(device)
     check_choice(dtype, "dtype", _DTYPES)
     if dtype == "tf32" and dev.type != "cuda":
-        raise ValueError(
-            "dtype 'tf32' is a tensor-core format of NVIDIA GPUs: it needs a CUDA device"
-        )
+        raise ValueError("dtype 'tf32' (a format of NVIDIA's tensor cores) needs a CUDA device")
     # A private generator: measuring must not change the reader's random numbers.
     generator = torch.Generator(device=dev).manual_seed(0)
     a, b = (torch.empty(n, n, device=dev, dtype=_DTYPES[dtype]).uniform_(-1, 1, generator=generator)

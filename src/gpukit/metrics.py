@@ -52,9 +52,6 @@ class Accumulator:
     def __getitem__(self, idx: int) -> float:
         return self.data[idx]
 
-    def __len__(self) -> int:
-        return len(self.data)
-
 
 def _correct(y_hat: torch.Tensor, y: torch.Tensor) -> float:
     if y_hat.dim() == 2:
@@ -80,10 +77,7 @@ def accuracy(y_hat: torch.Tensor, y: torch.Tensor) -> float:
     if y_hat.dim() not in (1, 2):
         raise ValueError(f"y_hat must have shape (N, C) or (N,), got {tuple(y_hat.shape)}")
     if len(y_hat) != len(y):
-        raise ValueError(
-            f"y_hat and y must describe as many examples, got {len(y_hat)} predictions "
-            f"and {len(y)} labels"
-        )
+        raise ValueError(f"y_hat and y must hold as many examples, got {len(y_hat)} and {len(y)}")
     return _correct(y_hat, y)
 
 
@@ -100,13 +94,10 @@ def evaluate_accuracy_gpu(
     training leaves dropout and batch norm as they were.
 
     Example:
-        >>> net = nn.Linear(2, 2)
-        >>> with torch.no_grad():
-        ...     _ = net.weight.copy_(torch.eye(2)), net.bias.zero_()
-        >>> X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0], [0.0, 3.0]])
-        >>> y = torch.tensor([0, 1, 1, 1])
+        >>> net = nn.Identity()  # the largest input is the predicted class
+        >>> X, y = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0]]), torch.tensor([0, 1, 1])
         >>> evaluate_accuracy_gpu(net, [(X[:2], y[:2]), (X[2:], y[2:])]), net.training
-        (0.75, True)
+        (0.6666666666666666, True)
     """
     if not callable(net):
         raise TypeError(f"net must be an nn.Module or a callable, got {type(net).__name__}")

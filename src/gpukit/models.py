@@ -3,9 +3,7 @@
 :func:`lenet` is the network of D2L's "multi-GPU training from scratch" section as an
 ``nn.Module``; :func:`lenet_params` and :func:`lenet_forward` are the same network written with
 bare tensors, as that section writes it, so that parameters can be copied to each device by
-hand. :func:`resnet18` and :class:`Residual` are D2L's ResNet-18 for 28x28 images.
-:func:`init_weights` re-initialises a network from a seed alone, so two training runs on a CPU
-give the same numbers.
+hand. :func:`init_weights` re-initialises a network from a seed alone, so two runs agree.
 """
 
 from __future__ import annotations
@@ -26,9 +24,8 @@ class Residual(nn.Module):
     """D2L's residual block: two 3x3 convolutions with batch norm, plus a shortcut.
 
     ``use_1x1conv`` passes the shortcut through a 1x1 convolution, which it needs whenever the
-    block changes the number of channels or (``strides=2``) halves the height and width. Unlike
-    D2L, a block whose shortcut would not fit its output is refused when built, not on the
-    first batch.
+    block changes the number of channels or (``strides=2``) halves the height and width; unlike
+    D2L, a block without it is then refused when built, not on the first batch.
 
     Example:
         >>> blk = Residual(3, 6, use_1x1conv=True, strides=2)
@@ -104,9 +101,8 @@ def lenet(num_classes: int = 10) -> nn.Sequential:
 def lenet_params(scale: float = 0.01, *, seed: int | None = None) -> list[torch.Tensor]:
     """D2L's from-scratch LeNet parameters ``[W1, b1, W2, b2, W3, b3, W4, b4]`` on the CPU.
 
-    Weights are Gaussian with standard deviation ``scale``, biases zero; ``seed=None`` draws
-    from torch's global generator, as D2L does. They do not require gradients:
-    :func:`gpukit.parallel.get_params` copies them to a device and turns that on.
+    Weights are Gaussian with standard deviation ``scale`` (``seed=None``: from torch's global
+    generator, as in D2L), biases zero; :func:`gpukit.parallel.get_params` makes them trainable.
 
     Example:
         >>> [tuple(p.shape) for p in lenet_params(seed=1)][:2]
@@ -146,11 +142,10 @@ def lenet_forward(X: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
 def init_weights(net: nn.Module, method: str = "xavier", *, seed: int = 0) -> nn.Module:
     """Re-initialise every parameter of ``net`` from ``seed`` alone, in place; return ``net``.
 
-    Convolution and linear weights get D2L's initialisation: ``"xavier"`` (uniform Xavier, as
-    D2L's ``train_ch6``) or ``"normal"`` (Gaussian, std 0.01, as D2L's concise multi-GPU
-    section). Where D2L keeps PyTorch's random default biases, here they are zero and batch norm
-    is reset, so the same seed gives the same network whatever was drawn before. Torch's global
-    generator is not touched.
+    Convolution and linear weights get D2L's ``"xavier"`` (uniform, as in ``train_ch6``) or
+    ``"normal"`` (std 0.01, as in the concise multi-GPU section). Where D2L keeps PyTorch's
+    random biases, here they are zero and batch norm is reset: the same seed gives the same
+    network whatever was drawn before, and torch's global generator is not touched.
 
     Example:
         >>> a, b = init_weights(lenet(), seed=3), init_weights(lenet(), seed=3)

@@ -32,17 +32,8 @@ from gpukit._checks import check_choice, check_int, check_number, check_type
 from gpukit.devices import existing_device
 from gpukit.timing import Timer
 
-__all__ = [
-    "LaunchError",
-    "allreduce",
-    "choose_backend",
-    "get_params",
-    "launch",
-    "rank_device",
-    "ring_allreduce",
-    "ring_allreduce_demo",
-    "split_batch",
-]
+__all__ = ["allreduce", "choose_backend", "get_params", "launch", "rank_device", "ring_allreduce",
+           "ring_allreduce_demo", "split_batch"]  # fmt: skip
 
 
 def _check_tensors(values: object, name: str) -> None:
@@ -57,10 +48,9 @@ def split_batch(
 ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Split ``X`` and ``y`` along dimension 0 into one part per device, moved there.
 
-    Part sizes differ by at most one; a device may be listed more than once. D2L uses
-    ``nn.parallel.scatter``, which works on GPUs only and cuts like ``torch.chunk``: 6
-    examples on 4 GPUs become three parts, and ``zip`` silently leaves a GPU out. Here every
-    device gets a part.
+    Part sizes differ by at most one; a device may be listed twice. D2L's
+    ``nn.parallel.scatter`` works on GPUs only and cuts like ``torch.chunk``: 6 examples on 4
+    GPUs become three parts, and ``zip`` silently leaves a GPU out.
 
     Example:
         >>> X, y = torch.arange(20).reshape(10, 2), torch.arange(10)
@@ -97,10 +87,9 @@ def get_params(params: Sequence[torch.Tensor], device: torch.device | str) -> li
     on the CPU would share one gradient. Here each call makes a real copy.
 
     Example:
-        >>> params = [torch.ones(2), torch.zeros(3)]
-        >>> copies = get_params(params, "cpu")
-        >>> copies[0].requires_grad, copies[0] is params[0]
-        (True, False)
+        >>> params = [torch.ones(2)]
+        >>> get_params(params, "cpu")[0] is params[0], get_params(params, "cpu")[0].requires_grad
+        (False, True)
     """
     _check_tensors(params, "params")
     dev = existing_device(device)
@@ -111,9 +100,8 @@ def allreduce(data: Sequence[torch.Tensor]) -> None:
     """Sum tensors that live on different devices and write the sum into each one, in place.
 
     A version of D2L's Chinese edition ended with ``data[i] = data[0].to(data[i].device)``,
-    which rebinds the list entry instead of writing into the tensor: every GPU but the first
-    kept its own gradient, and the replicas drifted apart. Here the sum is computed once (on
-    ``data[0]``'s device) and copied into every tensor, so all end up bit-for-bit equal.
+    which rebinds the list entry: every GPU but the first kept its own gradient, and the
+    replicas drifted apart. Here the sum is copied into every tensor, all bit-for-bit equal.
 
     Example:
         >>> grads = [torch.tensor([1.0, 2.0]), torch.tensor([10.0, 20.0])]
@@ -136,22 +124,6 @@ def allreduce(data: Sequence[torch.Tensor]) -> None:
             total += t.to(total.device)
         for t in data:
             t.copy_(total)
-
-
-# --------------------------------------------------------------------------- processes
-
-
-class LaunchError(RuntimeError):
-    """A process started by :func:`launch` failed: ``rank`` says which, the message why, and
-    ``child_traceback`` holds its traceback (empty if it died without one)."""
-
-    def __init__(self, rank: int, message: str, child_traceback: str = "") -> None:
-        text = f"rank {rank} failed: {message}"
-        if child_traceback:  # the parent's traceback ends in launch(); the cause is here
-            text += f"\n\nTraceback in rank {rank}:\n{child_traceback.rstrip()}"
-        super().__init__(text)
-        self.rank = rank
-        self.child_traceback = child_traceback
 
 
 def _backend(world_size: int) -> str:
@@ -182,9 +154,7 @@ def rank_device() -> torch.device:
 
 
 def _free_port() -> int:
-    # Free now; another program could take it before the ranks bind it, which is unlikely
-    # enough on a build machine.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # free now, and most likely then
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
@@ -221,7 +191,8 @@ def _entry(
         # Written at once, before this process leaves the group: the other ranks often fail
         # only because it left, and the time says which rank failed first.
         (out / f"{rank}.err").write_text(
-            f"{time.time_ns()}\x00{type(err).__name__}: {err}\x00{traceback.format_exc()}",
+            f"{time.time_ns():020d}\x00rank {rank} failed: {type(err).__name__}: {err}\n\n"
+            f"Traceback in rank {rank}:\n{traceback.format_exc().rstrip()}",
             encoding="utf-8",
         )
         # No destroy_process_group() here: with a peer gone it can hang, and exiting is
@@ -239,18 +210,15 @@ def launch(
     timeout_s: float = 600.0,
 ) -> list[Any]:
     """Run ``worker(rank, world_size, *args)`` in ``world_size`` new processes; return the
-    return values (picklable), indexed by rank.
+    (picklable) return values, indexed by rank.
 
-    Each process gets ``MASTER_ADDR=127.0.0.1``, a free ``MASTER_PORT``, ``RANK`` and
-    ``WORLD_SIZE``, joins a process group (and leaves it when ``worker`` returns), and under
-    NCCL uses GPU ``rank``. ``backend`` is ``"nccl"``, ``"gloo"`` or ``None`` for
-    :func:`choose_backend`; ``timeout_s`` is how long a collective may wait for the other ranks.
-
-    Processes are started with ``spawn``, so this works from a Jupyter notebook as long as
-    ``worker`` is defined at the top level of an importable module (such as gpukit), not in the
-    notebook; a script must call it under ``if __name__ == "__main__":``. What the ranks print
-    goes to the kernel's terminal, not to the page: return values and print them in the caller.
-    If a rank raises or dies, the others are stopped and :class:`LaunchError` says which.
+    Each process joins a process group (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK`` and
+    ``WORLD_SIZE`` are set) with ``backend`` (``None``: :func:`choose_backend`), under NCCL on
+    GPU ``rank``; a collective waits ``timeout_s`` for the other ranks. The processes are
+    *spawned*, so ``worker`` must be defined in an importable module (such as gpukit), not in a
+    notebook, and a script must call ``launch`` under ``if __name__ == "__main__":``. What the
+    ranks print goes to the kernel's terminal, not to the page: return values instead. If a
+    rank fails, the others are stopped and a ``RuntimeError`` gives its traceback.
 
     Example:
         >>> launch(ring_allreduce_demo, 2, 10)[0]["max_abs_diff"]
@@ -277,13 +245,8 @@ def launch(
     check_number(timeout_s, "timeout_s")
     with tempfile.TemporaryDirectory(prefix="gpukit-launch-") as result_dir:
         out = Path(result_dir)
-        context = mp.start_processes(
-            _entry,
-            args=(world_size, worker, args, backend, _free_port(), timeout_s, out),
-            nprocs=world_size,
-            join=False,
-            start_method="spawn",
-        )
+        job = (world_size, worker, args, backend, _free_port(), timeout_s, out)
+        context = mp.start_processes(_entry, job, world_size, join=False, start_method="spawn")
         failure: Exception | None = None
         try:
             while not context.join():
@@ -294,19 +257,12 @@ def launch(
             for process in context.processes:
                 if process.is_alive():
                     process.terminate()
-        errors = []
-        for path in out.glob("*.err"):
-            stamp, message, child_tb = path.read_text(encoding="utf-8").split("\x00", 2)
-            errors.append((int(stamp), int(path.stem), message.strip(), child_tb))
-        if errors:
-            _, rank, message, child_tb = min(errors)
-            raise LaunchError(rank, message, child_tb)
+        errors = sorted(path.read_text(encoding="utf-8") for path in out.glob("*.err"))
+        if errors:  # the rank that failed first, with its traceback
+            raise RuntimeError(errors[0].split("\x00", 1)[1])
         if failure is not None:
-            raise LaunchError(getattr(failure, "error_index", -1), str(failure).strip())
+            raise RuntimeError(f"rank {getattr(failure, 'error_index', '?')} failed: {failure}")
         return [pickle.loads((out / f"{rank}.pkl").read_bytes()) for rank in range(world_size)]
-
-
-# --------------------------------------------------------------------------- ring all-reduce
 
 
 def ring_allreduce(tensor: torch.Tensor) -> torch.Tensor:
@@ -362,10 +318,9 @@ def ring_allreduce_demo(
 ) -> dict[str, float]:
     """A :func:`launch` worker: ring all-reduce a random vector and compare with ``all_reduce``.
 
-    Each rank draws ``numel`` numbers from the seed ``rank`` and sums them over the ranks with
-    :func:`ring_allreduce` and with ``dist.all_reduce``: once untimed (NCCL sets up its
-    connections on first use), then ``repeats`` times. Returns ``rank``, ``max_abs_diff`` (the
-    largest difference between the two sums), and the median seconds of one call on this rank,
+    Each rank sums ``numel`` numbers drawn from the seed ``rank`` over the ranks with both,
+    once untimed (NCCL connects on first use), then ``repeats`` times. Returns ``rank``,
+    ``max_abs_diff`` between the two sums, and the median seconds of a call on this rank,
     ``ring_sec`` and ``all_reduce_sec``.
 
     Example:

@@ -1,15 +1,11 @@
 """Plots in executed pages: D2L's ``Animator``, ``set_axes``, ``set_figsize``, ``use_svg_display``.
 
-D2L's ``Animator`` redraws with pyplot after every point and calls
-``IPython.display.clear_output(wait=True)`` before the next one. In a page executed by Jupyter
-that wipes everything else the cell printed (the epoch lines, the final accuracy), and the
-notebook may keep several frames. The :class:`Animator` here shows its figure once, as SVG, and
-then *updates that one output in place* (``display(..., display_id=True)``), so a cell ends
-with exactly one image per animator and all of its printed lines.
-
-Its SVG keeps text as text (``svg.fonttype='none'``: searchable, selectable, small), has stable
-ids and no date (re-executing a page changes nothing that did not change), and an opaque white
-background, so that on a dark page it reads as a white card.
+D2L's ``Animator`` redraws with pyplot after every point and calls ``clear_output`` before the
+next one, which in an executed page wipes everything else the cell printed. The
+:class:`Animator` here shows its figure once, as SVG, and then *updates that one output in
+place* (``display(..., display_id=True)``): a cell ends with one image and all its printed lines.
+The SVG keeps text as text (searchable, small), has stable ids and no date (re-executing a page
+changes nothing that did not change), and a white background: on a dark page, a white card.
 """
 
 from __future__ import annotations
@@ -56,9 +52,8 @@ def _pair(value: object, name: str, *, positive: bool = False) -> tuple[float, f
     if value is None and not positive:
         return None
     accepted = f"{name} must be a sequence of two {'positive ' if positive else ''}numbers"
-    if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2:
-        raise TypeError(f"{accepted}, got {value!r}")
-    if any(isinstance(v, bool) or not isinstance(v, Real) for v in value):
+    pair = isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2
+    if not pair or any(isinstance(v, bool) or not isinstance(v, Real) for v in value):
         raise TypeError(f"{accepted}, got {value!r}")
     if positive and not all(v > 0 for v in value):
         raise ValueError(f"{accepted}, got {value!r}")
@@ -143,11 +138,9 @@ def use_svg_display() -> None:
         'none'
     """
     matplotlib.rcParams.update({**_SVG_RC, "figure.facecolor": "white"})
-    if _kernel_display() is not None:
-        try:
-            from matplotlib_inline.backend_inline import set_matplotlib_formats
-        except ImportError:
-            return
+    if _kernel_display() is not None:  # a Jupyter kernel, which has matplotlib_inline
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
         set_matplotlib_formats("svg", metadata={"Date": None})
 
 
@@ -215,19 +208,17 @@ def _as_value(value: object, name: str) -> float | None:
 class Animator:
     """Plot data that arrives point by point, e.g. the loss and accuracy of each epoch (D2L).
 
-    Each :meth:`add` appends one point to every line and redraws. In a Jupyter kernel the
-    figure is shown on the first :meth:`add` and then updated in place; elsewhere nothing is
-    shown. The arguments are D2L's: ``fmts`` holds one matplotlib format per line (so at most
-    that many lines), the lines are drawn in the first subplot of the ``nrows`` x ``ncols``
-    grid, ``figsize`` is in inches. :attr:`fig` is the figure (not registered with pyplot, so
-    the inline backend never shows a PNG copy of it), :attr:`axes` its subplots.
+    Each :meth:`add` appends one point to every line and redraws (shown only in a Jupyter
+    kernel). The arguments are D2L's: ``fmts`` holds one matplotlib format per line, the lines
+    are drawn in the first subplot of the ``nrows`` x ``ncols`` grid, ``figsize`` is in inches.
+    :attr:`fig` is the figure (unknown to pyplot, which so never shows a PNG copy of it).
 
     Example:
         >>> animator = Animator(xlabel="epoch", xlim=[1, 3], legend=["train loss", "test acc"])
         >>> for epoch in range(1, 4):
-        ...     animator.add(epoch, (1 / epoch, 0.5 + epoch / 10))
+        ...     animator.add(epoch, (1 / epoch, 0.5 + epoch / 10 if epoch > 1 else None))
         >>> animator.X
-        [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+        [[1.0, 2.0, 3.0], [2.0, 3.0]]
         >>> "epoch</text>" in animator.to_svg()
         True
     """
@@ -263,14 +254,7 @@ class Animator:
 
         ``x`` is shared by all lines or given per line; ``y`` holds one value per line (a
         number for a one-line plot), ``None`` adding no point to that line, e.g. a test
-        accuracy known only at the end of an epoch.
-
-        Example:
-            >>> animator = Animator(legend=["train", "test"])
-            >>> animator.add(0.5, (0.9, None))
-            >>> animator.add(1, (0.8, 0.7))
-            >>> animator.Y
-            [[0.9, 0.8], [0.7]]
+        accuracy known only at the end of an epoch (see the example above).
         """
         ys = list(y) if isinstance(y, Sequence) and not isinstance(y, str) else [y]
         n = len(ys)

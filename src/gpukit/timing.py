@@ -5,15 +5,10 @@ before it is *done*. D2L's ``Timer`` and ``Benchmark`` read the wall clock right
 GPU work they measure how fast Python queues kernels unless the code inside synchronizes (D2L's
 section on asynchronous computation adds ``torch.cuda.synchronize`` at the end of the block).
 The classes here keep D2L's names and methods but wait for the GPU before reading any clock, at
-the start as well as at the end:
-
-* with ``device=None`` (the default) they use the wall clock (:func:`time.perf_counter`) after
-  synchronizing every GPU that PyTorch has started using;
-* with a CUDA device they record CUDA events on that device's current stream and wait for the
-  stop event: the time is what the GPU measured between the two points, idle gaps included.
-
-Every time gpukit prints looks like ``0.1234 sec`` (:func:`format_seconds`), so outputs of
-executed pages can be compared with times masked by the regex ``\\d+\\.\\d+ sec``.
+the start as well as at the end: with ``device=None`` (the default) they read the wall clock
+after synchronizing every GPU that PyTorch has started using; with a CUDA device they record
+CUDA events on its current stream, and the time is what the GPU measured between the two
+points, idle gaps included. Every time gpukit prints looks like ``0.1234 sec``.
 """
 
 from __future__ import annotations
@@ -32,7 +27,7 @@ __all__ = ["Benchmark", "Timer", "format_seconds"]
 
 
 def format_seconds(seconds: float) -> str:
-    """Format a finite, non-negative duration the way gpukit prints every time.
+    """Format a duration the way gpukit prints every time (tests mask ``\\d+\\.\\d+ sec``).
 
     Example:
         >>> format_seconds(0.123456)
@@ -57,18 +52,13 @@ class Timer:
     """Record several running times (D2L's ``Timer``, but waiting for the GPU; see above).
 
     The timer starts when it is created; each :meth:`stop` appends the seconds since the last
-    :meth:`start` to :attr:`times`.
-
-    Args:
-        device: ``None`` or the CPU: the wall clock, after synchronizing every GPU in use.
-            A CUDA device: CUDA events on that device's current stream (work on other devices
-            or streams is not covered).
+    :meth:`start` to :attr:`times`. ``device``: ``None`` or the CPU for the wall clock, a CUDA
+    device for CUDA events on its current stream (not covering other devices or streams).
 
     Example:
         >>> timer = Timer()
         >>> y = torch.ones(100, 100) @ torch.ones(100, 100)
-        >>> elapsed = timer.stop()
-        >>> timer.times == [elapsed]
+        >>> timer.stop() == timer.times[-1]
         True
         >>> if torch.cuda.is_available():
         ...     gpu_timer = Timer(device="cuda:0")

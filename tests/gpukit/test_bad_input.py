@@ -36,7 +36,6 @@ NO_ARGUMENTS = {
 NOT_CALLED_BY_PAGES = {
     "DataNotFoundError",
     "EpochStats",
-    "LaunchError",
     "Measurement",
     "Profile",
     "TrainResult",
@@ -68,7 +67,7 @@ CASES = [
     ("find_fashion_mnist", (), {"download": "yes"}, TypeError, "download"),
     ("get_fashion_mnist_labels", ("abc",), {}, TypeError, "labels"),
     ("get_fashion_mnist_labels", ([0, 10],), {}, ValueError, "labels"),
-    ("get_fashion_mnist_labels", ([0.5],), {}, TypeError, "labels"),
+    ("get_fashion_mnist_labels", ([0.5],), {}, ValueError, "labels"),
     ("load_data_fashion_mnist", ("256",), {}, TypeError, "batch_size"),
     ("load_data_fashion_mnist", (0,), {}, ValueError, "batch_size"),
     ("load_data_fashion_mnist", (32, "big"), {}, TypeError, "resize"),

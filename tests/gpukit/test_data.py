@@ -412,7 +412,13 @@ def test_text_labels():
 
 @pytest.mark.parametrize(
     ("labels", "error"),
-    [([10], ValueError), ([-1], ValueError), ([1.0], TypeError), ("12", TypeError), (3, TypeError)],
+    [
+        ([10], ValueError),
+        ([-1], ValueError),
+        ([1.0], ValueError),
+        ("12", TypeError),
+        (3, TypeError),
+    ],
 )
 def test_text_label_errors(labels, error):
     with pytest.raises(error, match="labels must"):

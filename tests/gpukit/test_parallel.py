@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from gpukit.models import lenet_forward, lenet_params
 from gpukit.parallel import (
-    LaunchError,
     allreduce,
     choose_backend,
     get_params,
@@ -288,15 +287,15 @@ def test_ring_allreduce_over_nccl_between_two_gpus():
 
 
 def test_launch_names_the_failing_rank_and_its_error():
-    with pytest.raises(LaunchError, match="rank 1 failed: ValueError: rank one cannot go on") as e:
+    with pytest.raises(
+        RuntimeError, match=r"^rank 1 failed: ValueError: rank one cannot go on"
+    ) as e:
         launch(failing_worker, 2, timeout_s=60)
-    assert e.value.rank == 1
-    assert "failing_worker" in e.value.child_traceback
-    assert "Traceback in rank 1" in str(e.value)
+    assert "Traceback in rank 1:" in str(e.value) and "failing_worker" in str(e.value)
 
 
 def test_launch_reports_a_result_that_cannot_be_sent_back():
-    with pytest.raises(LaunchError, match=r"rank \d failed: .*(pickle|lambda)"):
+    with pytest.raises(RuntimeError, match=r"rank \d failed: .*(pickle|lambda)"):
         launch(unpicklable_worker, 1)
 
 
