@@ -53,10 +53,11 @@ class Accumulator:
         return self.data[idx]
 
 
-def _correct(y_hat: torch.Tensor, y: torch.Tensor) -> float:
+def _correct(y_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The number of correct predictions, as a tensor on ``y_hat``'s device."""
     if y_hat.dim() == 2:
         y_hat = y_hat.argmax(dim=1) if y_hat.shape[1] > 1 else y_hat[:, 0]
-    return float((y_hat.to(y.dtype) == y.to(y_hat.device)).sum())
+    return (y_hat.to(y.dtype) == y.to(y_hat.device)).sum()
 
 
 def accuracy(y_hat: torch.Tensor, y: torch.Tensor) -> float:
@@ -78,7 +79,7 @@ def accuracy(y_hat: torch.Tensor, y: torch.Tensor) -> float:
         raise ValueError(f"y_hat must have shape (N, C) or (N,), got {tuple(y_hat.shape)}")
     if len(y_hat) != len(y):
         raise ValueError(f"y_hat and y must hold as many examples, got {len(y_hat)} and {len(y)}")
-    return _correct(y_hat, y)
+    return float(_correct(y_hat, y))
 
 
 def evaluate_accuracy_gpu(
@@ -91,7 +92,8 @@ def evaluate_accuracy_gpu(
     As in D2L the model runs in evaluation mode without gradients, on ``device`` (``None``: the
     device of its first parameter). ``X`` may be a tensor or a list of tensors. Unlike D2L, the
     train/eval mode of every submodule is restored afterwards, so evaluating in the middle of
-    training leaves dropout and batch norm as they were.
+    training leaves dropout and batch norm as they were, and the count is read from the device
+    once, at the end (D2L's waits for it after every minibatch).
 
     Example:
         >>> net = nn.Identity()  # the largest input is the predicted class
@@ -108,7 +110,8 @@ def evaluate_accuracy_gpu(
         device = next((p.device for p in net.parameters()), None)
     modules = list(net.modules()) if isinstance(net, nn.Module) else []
     modes = [m.training for m in modules]
-    correct = examples = 0
+    correct: torch.Tensor | int = 0
+    examples = 0
     try:
         if isinstance(net, nn.Module):
             net.eval()
@@ -127,4 +130,4 @@ def evaluate_accuracy_gpu(
             module.training = training
     if examples == 0:
         raise ValueError("data_iter yielded no examples, so there is no accuracy to compute")
-    return correct / examples
+    return float(correct) / examples
