@@ -170,6 +170,9 @@ def test_chinese_lines_join_without_a_space(built: dict) -> None:
     # A break between two Chinese characters vanishes; one next to a Latin word stays.
     assert "这一段在源文件里分成了几行" in html
     assert "PyTorch\n计算" in html
+    # A break between Chinese characters that follows a kept one vanishes too (Text nodes are
+    # strings: looked up by equality, the kept break was found in its place).
+    assert "下面是内核算出的结果" in html
 
 
 def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) -> None:
