@@ -51,6 +51,7 @@ extensions = [
     "raises_check",  # a cell tagged raises-exception must raise
     "cache_repair",  # an interrupted build leaves no half-written cache entry behind
     "exec_table",  # the About page's execution table in the page's language, status as text
+    "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
     "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
     "accessibility",  # toctree captions get the aria-level their heading role needs
     "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN

@@ -226,3 +226,32 @@ def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path)
     assert (
         "machine-cases holds only {case} blocks" in sphinx_build(site, "en", tmp_path / "out").log
     )
+
+
+def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
+    """The About page's execution table (conf/_ext/exec_table.py) and the index's learning path
+    (conf/_ext/learning_path.py) in each language, with a status every font can show."""
+    site = copy_fixture_site(tmp_path / "src")
+    for lang in ("en", "zh"):
+        (site / lang / "about.md").write_text("# About\n\n```{nb-exec-table}\n```\n", "utf-8")
+        index = site / lang / "index.md"
+        path = ":::{learning-path}\npage: Teaches `one` thing.\n:::\n\n"
+        text = index.read_text("utf-8").replace("```{toctree}", path + "```{toctree}", 1)
+        index.write_text(text.replace("page\n", "page\nabout\n", 1), "utf-8")
+    builds = {lang: sphinx_build(site, lang, tmp_path / "out") for lang in ("en", "zh")}
+
+    def text(lang: str, page: str) -> str:
+        return " ".join(re.sub(r"<[^>]+>", " ", builds[lang].page(page)).split())
+
+    for build in builds.values():
+        assert build.returncode == 0, build.log
+        assert not SPHINX_WARNING.search(build.log), build.log
+        assert "✅" not in build.page("about") and "❌" not in build.page("about")
+    assert "Run Time (s)" in text("en", "about") and " done" in text("en", "about")
+    for chinese in ("页面", "修改时间", "方式", "运行时间（秒）", "状态", "完成"):
+        assert chinese in text("zh", "about"), text("zh", "about")
+    assert "Run Time" not in text("zh", "about") and "Document" not in text("zh", "about")
+    # The page's title links to it; reading time and GPUs come from the page itself.
+    assert "A page Teaches one thing. 5 min none" in text("en", "index")
+    assert "阅读时间" in text("zh", "index")
+    assert "一个页面 Teaches one thing. 5 分钟 无" in text("zh", "index")
