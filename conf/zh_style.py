@@ -31,7 +31,7 @@ ATOM = re.compile(r"\{[\w:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$[^$\n]+\$|\]\([^)\s]*
 # A Chinese character and a Latin one, with emphasis markers (*, **) between them or not.
 MIXED = re.compile(f"(?<={CJK})(\\**)(?={LATIN})|(?<={LATIN})(\\**)(?={CJK})")
 SPACE_BY_PUNCTUATION = [re.compile(f"(?<=\\S) +({FULL_WIDTH})"), re.compile(f"({FULL_WIDTH}) +")]
-# The glossary's ruled-out variants (DESIGN.md, "Chinese terms and typography").
+# Variants the glossary rules out, and what to write instead.
 VARIANTS = {
     r"主机内存": "内存",
     r"\d+\s*号\s*GPU": "GPU 0, GPU 1, ...",
