@@ -80,7 +80,8 @@ def browser(session: nox.Session) -> None:
     if not (site / "en" / "index.html").is_file() or not (site / "zh" / "index.html").is_file():
         session.error(f"no built site in {site}: run `nox -s docs` first")
     install_extras_only(session, "test", "browser")
-    session.run("pytest", "tests/browser", "-p", "no:cacheprovider", *session.posargs)
+    # ``nox -s browser -- tests/browser/test_search.py`` runs just that file.
+    session.run("pytest", "-p", "no:cacheprovider", *(session.posargs or ["tests/browser"]))
 
 
 @nox.session(name="docs-live")

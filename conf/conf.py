@@ -34,6 +34,9 @@ author = "The GPU 计算 authors"
 copyright = "2026, " + author
 html_title = "GPU 计算" if site_language == "zh" else "Computing on GPUs"
 repository_url = "https://github.com/gpukit-docs/gpu-computing"
+# The hosted site: GitHub Pages of the repository, <site_url><lang>/<page>.html.
+owner, repository = repository_url.removeprefix("https://github.com/").split("/")
+site_url = f"https://{owner.lower()}.github.io/{repository}/"
 
 extensions = [
     "myst_nb",  # loads myst_parser itself: listing both breaks the build

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 from sphinx_site import (
     ROOT,
@@ -18,6 +20,7 @@ from sphinx_site import (
 
 import gpukit
 from execution_cache import tree_hash
+from machine_cases import this_machine
 
 # Sphinx's own warnings; ipykernel's "[IPKernelApp] WARNING | ..." line is not one.
 SPHINX_WARNING = re.compile(r"(^|: )WARNING: ", re.MULTILINE)
@@ -205,7 +208,7 @@ def test_the_build_writes_the_sites_root_page(built: dict) -> None:
 
 
 def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path) -> None:
-    from machine_cases import CASES, this_machine
+    from machine_cases import CASES
 
     site = copy_fixture_site(tmp_path / "src")
     body = "".join(f":::{{case}} {case}\nText for {case}.\n:::\n" for case in CASES)
@@ -222,6 +225,13 @@ def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path)
         if case != this_machine():
             assert f"Text for {case}." in collapsed and f"Text for {case}." not in opened
 
+    page.write_text(
+        "# Cases\n\n::::{machine-cases}\n:::{case} cpu\nA\n:::\n:::{case} gpu gpus\nB\n:::\n::::\n",
+        "utf-8",
+    )
+    shared = sphinx_build(site, "en", tmp_path / "out").page("cases")
+    opened, collapsed = shared.split('<details class="details machine-cases-others">')
+    assert ("<p>A</p>" in opened) == (this_machine() == "cpu") != ("<p>A</p>" in collapsed)
     page.write_text("# Cases\n\n::::{machine-cases}\n:::{case} cpu\nA\n:::\n::::\n", "utf-8")
     assert (
         "machine-cases holds only {case} blocks" in sphinx_build(site, "en", tmp_path / "out").log
@@ -255,3 +265,82 @@ def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Pa
     assert "A page Teaches one thing. 5 min none" in text("en", "index")
     assert "阅读时间" in text("zh", "index")
     assert "一个页面 Teaches one thing. 5 分钟 无" in text("zh", "index")
+
+
+NOTEBOOK_PAGE = """
+(sec-more)=
+## 更多
+
+如 {numref}`fig-square` 所示，
+见{ref}`sec-fixture-page`与 {doc}`part/nested`。精度为 {glue:text}`acc:.2f`，代码 `{ref}` 照旧。
+
+```{figure} ../img/square.svg
+:name: fig-square
+:alt: 一个方块
+
+一个方块的
+示意图。
+```
+
+:::{note}
+参见{numref}`fig-square`。
+:::
+
+```{admonition} 自己的标题
+正文
+```
+
+:::{details} 深入一步
+细节。
+:::
+
+::::{machine-cases}
+:::{case} cpu
+只有 CPU 时。
+:::
+:::{case} gpu
+一块 GPU 时。
+:::
+:::{case} gpus
+多块 GPU 时。
+:::
+::::
+
+```{code-cell} ipython3
+:tags: [remove-cell]
+from myst_nb import glue
+glue("acc", 0.4567, display=False)
+```
+"""
+
+
+def test_notebook_markdown_is_plain_jupyter_markdown(tmp_path: Path) -> None:
+    # conf/_ext/notebooks.py, on what the real pages do not all use yet (admonitions, glue).
+    site = copy_fixture_site(tmp_path / "src")
+    (site / "img").mkdir()
+    (site / "img" / "square.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" '
+        'height="10"/></svg>\n', "utf-8"
+    )  # fmt: skip
+    page = site / "zh" / "page.md"
+    page.write_text(page.read_text("utf-8") + NOTEBOOK_PAGE, "utf-8")
+    build = sphinx_build(site, "zh", tmp_path / "out")
+    assert build.returncode == 0, build.log
+    notebook = nbformat.read(build.html / "_notebooks" / "page.ipynb", as_version=4)
+    cells = [c for c in notebook.cells if c.cell_type == "markdown"]
+    markdown = "\n\n".join(c.source for c in cells)
+    url = "https://gpukit-docs.github.io/gpu-computing/zh/"
+    figure = f"[图 1]({url}page.html#fig-square)"
+    assert "(sec-" not in markdown and ":::" not in markdown and "{figure}" not in markdown
+    assert f"如 {figure} 所示，见[一个页面]({url}page.html#sec-fixture-page)与 " in markdown
+    assert f"[嵌套页面]({url}part/nested.html)。精度为 0.46，代码 `{{ref}}` 照旧。" in markdown
+    assert "![一个方块](attachment:square.svg)\n\n*图 1* 一个方块的示意图。" in markdown
+    assert f"> **备注**\n>\n> 参见{figure}。" in markdown
+    assert "> **自己的标题**\n>\n> 正文" in markdown
+    assert "<details><summary>深入一步</summary>\n\n细节。\n\n</details>" in markdown
+    mine = {"cpu": "只有 CPU 时。", "gpu": "一块 GPU 时。", "gpus": "多块 GPU 时。"}
+    here = mine.pop(this_machine())
+    others = "\n\n".join(mine.values())
+    assert f"{here}\n\n<details><summary>在其他机器上</summary>\n\n{others}" in markdown
+    (attached,) = [c.attachments for c in cells if "attachments" in c]
+    assert base64.b64decode(attached["square.svg"]["image/svg+xml"]).startswith(b"<svg")

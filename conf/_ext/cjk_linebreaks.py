@@ -4,6 +4,9 @@ Authors wrap long Chinese paragraphs in the source. Browsers (Chromium among the
 such a break as a space, which Chinese text never has between characters. This transform
 drops a line break whose neighbours are both CJK characters or CJK punctuation; a break next
 to a Latin word (``用 PyTorch\\n计算``) stays a space, as the author intended.
+
+``join_cjk_markdown`` applies the same rule to Markdown (the downloaded notebooks), where the
+markup of a link or an emphasis next to the break is invisible: ``中文\\n[图 1](#a)`` joins.
 """
 
 from __future__ import annotations
@@ -18,12 +21,21 @@ from sphinx.transforms import SphinxTransform
 CJK = r"\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef"
 IS_CJK = re.compile(rf"[{CJK}]")
 BREAK_BETWEEN_CJK = re.compile(rf"(?<=[{CJK}])[ \t]*\n[ \t]*(?=[{CJK}])")
+# In Markdown: the markup that may stand between the break and a CJK character.
+MARKDOWN_BREAK_BETWEEN_CJK = re.compile(
+    rf"(?<=[{CJK}])((?:[*_]+|\]\([^)\s]*\))?)[ \t]*\n[ \t]*(?=[*_\[]*[{CJK}])"
+)
 CODE = (nodes.literal, nodes.literal_block, nodes.raw, nodes.math, nodes.math_block)
 
 
 def join_cjk_lines(text: str) -> str:
     """``'中文\\n段落'`` -> ``'中文段落'``; ``'PyTorch\\n计算'`` keeps its break."""
     return BREAK_BETWEEN_CJK.sub("", text)
+
+
+def join_cjk_markdown(text: str) -> str:
+    """``'中文\\n**段落**'`` -> ``'中文**段落**'``; ``'中文\\n* 列表'`` keeps its break."""
+    return MARKDOWN_BREAK_BETWEEN_CJK.sub(r"\1", text)
 
 
 def _cjk_at(node: nodes.Node | None, end: int) -> bool:

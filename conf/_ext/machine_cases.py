@@ -17,6 +17,8 @@ the page as ordinary text, followed by the other cases in a collapsed block::
     :::
     ::::
 
+A case may name several kinds where their text is the same: ``:::{case} gpu gpus``.
+
 ``{details} Title`` is the collapsed block on its own, for material a first read can skip
 (deep dives, solutions). Both render as an HTML ``<details>`` element, which needs no script.
 """
@@ -68,15 +70,20 @@ class Details(SphinxDirective):
         return [node]
 
 
+def kinds_of(argument: str) -> list[str]:
+    """``"gpu gpus"`` -> ``["gpu", "gpus"]``; a word that is not a kind of machine is an error."""
+    return [directives.choice(word, CASES) for word in argument.split()]
+
+
 class Case(SphinxDirective):
-    """``{case} cpu|gpu|gpus``: the text for one kind of machine, inside ``{machine-cases}``."""
+    """``{case} cpu|gpu|gpus ...``: the text for some kinds of machine, in ``{machine-cases}``."""
 
     required_arguments = 1
+    final_argument_whitespace = True
     has_content = True
 
     def run(self) -> list[nodes.Node]:
-        case = directives.choice(self.arguments[0], CASES)
-        node = nodes.container(classes=["machine-case"], machine_case=case)
+        node = nodes.container(classes=["machine-case"], machine_case=kinds_of(self.arguments[0]))
         self.state.nested_parse(self.content, self.content_offset, node)
         return [node]
 
@@ -90,16 +97,16 @@ class MachineCases(SphinxDirective):
         parsed = nodes.container()
         self.state.nested_parse(self.content, self.content_offset, parsed)
         cases = [n for n in parsed.children if n.get("machine_case")]
-        found = sorted(n["machine_case"] for n in cases)
-        if len(cases) != len(parsed.children) or found != sorted(set(found)) or len(found) < 2:
+        found = sorted(kind for n in cases for kind in n["machine_case"])
+        if len(cases) != len(parsed.children) or found != sorted(set(found)) or len(cases) < 2:
             raise self.error(
                 "machine-cases holds only {case} blocks, each kind of machine once, at least two "
                 f"of {', '.join(CASES)} (found {', '.join(found) or 'none'})"
             )
         here = this_machine()
-        mine = [n for n in cases if n["machine_case"] == here]
+        mine = [n for n in cases if here in n["machine_case"]]
         others = details(summary=_("On other machines"), classes=["machine-cases-others"])
-        others += [n for n in cases if n["machine_case"] != here]
+        others += [n for n in cases if here not in n["machine_case"]]
         return [*mine, others]
 
 

@@ -1,64 +1,222 @@
-"""Offer every executed page as a Jupyter notebook, with its outputs, and open it in Colab.
+"""Offer every executed page as a Jupyter notebook that reads like the page, with its outputs.
 
-myst-nb turns each MyST page into a notebook, executes it into the execution cache (or finds
-it there) and writes the notebook to ``<build>/jupyter_execute/<page>.ipynb``, but without its
-outputs (myst-nb 1.4 writes the notebook it read, not the executed one), and that folder is
-shared by both languages (the Chinese build overwrites the English notebooks). So right after
-myst-nb has read a page, this extension takes that notebook (this language's text), merges the
-outputs from the execution cache the way myst-nb does, keeps the result in the build
-environment, which each language has to itself, and writes it to
-``<outdir>/_notebooks/<page>.ipynb`` when the build finishes. A page that an incremental build
-does not read again keeps the notebook of its last reading. Only the ``cache`` execution mode
-(the project's) keeps outputs; in another mode pages offer no notebook.
+myst-nb writes each page's notebook to ``<build>/jupyter_execute/<page>.ipynb`` without its
+outputs (myst-nb 1.4 writes the notebook it read), in a folder that both languages share. So
+right after myst-nb has read a page, this extension merges the outputs from the execution cache
+into that notebook (this language's text) and keeps it in the build environment, which each
+language has to itself; a page that a build does not read again keeps its last notebook. Only
+the ``cache`` execution mode (the project's) keeps outputs; in another, pages offer none.
 
-The notebook gets one cell in front that installs gpukit where it is missing (on Colab), from
-the repository named by ``notebooks_repository_url``, without touching the installed PyTorch.
-The page template links the download and the Colab copy, whose address is
-``notebooks_colab_url`` with ``{lang}`` and ``{page}`` filled in.
+When the build finishes, each notebook goes to ``<outdir>/_notebooks/<page>.ipynb`` with its
+MyST turned into Markdown that Jupyter and Colab render like the page: targets and comments go;
+``{ref}``/``{numref}``/``{doc}`` become links to the hosted page (``site_url``) with the text
+Sphinx's standard domain gives them ("Fig. 1.2", a section's title); figures become images
+attached to their cell, caption below; admonitions become block quotes with a bold title; glued
+values become their text; Chinese lines are joined as on the site; math stays ``$...$``.
+A first cell installs gpukit where it is missing (Colab) at the commit the site was built from,
+keeping the installed PyTorch. It is added after execution: the cache never depends on it.
 """
 
 from __future__ import annotations
 
+import base64
+import mimetypes
+import re
+import subprocess
+import textwrap
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import nbformat
+from docutils import nodes
 from jupyter_cache import get_cache
+from markdown_it.renderer import RendererHTML
+from myst_nb.core.variables import format_plain_text
+from myst_nb.ext.glue import extract_glue_data_cell
+from myst_parser.parsers.mdit import create_md_parser
+from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.locale import _ as translated
+from sphinx.locale import admonitionlabels
 from sphinx.util import logging
+
+from cjk_linebreaks import join_cjk_markdown
+from machine_cases import this_machine
 
 logger = logging.getLogger(__name__)
 
 FOLDER = "_notebooks"
-LABELS = {
-    "en": {"download_label": "Download notebook (.ipynb)", "colab_label": "Open in Colab"},
-    "zh": {"download_label": "下载 notebook（.ipynb）", "colab_label": "在 Colab 中打开"},
-}
 # --no-deps: keep the PyTorch already there (Colab's matches its GPU driver; gpukit pins the
 # release the site was built with, whose CUDA may need a newer driver).
 INSTALL = """\
-# gpukit, the helper package of these pages, installed where it is missing (e.g. on Colab).
+# gpukit, the helper package of these pages, installed where it is missing (e.g. on Colab),
+# {source}.
 import importlib.util
 
 if importlib.util.find_spec("gpukit") is None:
-    get_ipython().run_line_magic("pip", "install --quiet --no-deps 'gpukit @ git+{url}'")"""
+    get_ipython().run_line_magic("pip", "install --quiet --no-deps 'gpukit @ git+{url}@{ref}'")"""
+
+# A role ({name}`text`), or a code span, which stays as written.
+ROLE = re.compile(r"(`+).*?(?<!`)\1(?!`)|\{(?P<name>[\w:.+-]+)\}`(?P<text>[^`]*)`", re.DOTALL)
+VERBATIM = {"fence", "colon_fence", "code_block", "math_block", "math_block_label", "amsmath"}
+DROPPED = {"myst_target", "myst_line_comment"}
+ADMONITIONS = {*admonitionlabels, "admonition", "dropdown"}
 
 
-def executed(app: Sphinx, docname: str) -> bool:
-    """Pages with a kernelspec are notebooks that myst-nb executes."""
-    return "kernelspec" in app.env.metadata.get(docname, {})
+class Markdown:
+    """MyST to Jupyter Markdown, for the notebook of one page; figures land in ``attachments``."""
+
+    def __init__(self, app: Sphinx, docname: str, glued: dict[str, dict]) -> None:
+        self.app, self.docname, self.glued = app, docname, glued
+        self.parser = create_md_parser(app.env.myst_config, RendererHTML)
+        self.url = f"{app.config.site_url}{app.config.site_language}/{docname}.html"
+        self.attachments: dict[str, dict[str, str]] = {}
+        self.cases: dict[str, str] = {}  # the {case} blocks of the {machine-cases} being read
+
+    def convert(self, text: str) -> str:
+        """Blocks that MyST parses as directives, targets or code, each from its lines."""
+        lines = text.splitlines(keepends=True)
+        out, done = [], 0
+        for token in self.parser.parse(text):
+            directive = token.type in ("fence", "colon_fence") and token.info.startswith("{")
+            if not token.map or token.map[0] < done or token.type not in VERBATIM | DROPPED:
+                continue
+            start, end = token.map
+            out.append(self.prose("".join(lines[done:start])))
+            if directive:  # indented as it was, e.g. in a list item
+                indent = re.match(r"[ \t]*", lines[start])[0]
+                out.append(textwrap.indent(self.directive(token), indent) + "\n")
+            elif token.type in VERBATIM:
+                out.append("".join(lines[start:end]))
+            done = end
+        return "".join(out) + self.prose("".join(lines[done:]))
+
+    def prose(self, text: str) -> str:
+        text = ROLE.sub(self.role, text)
+        return join_cjk_markdown(text) if self.app.config.language.startswith("zh") else text
+
+    def role(self, match: re.Match) -> str:
+        name, text = match["name"], match["text"]
+        if name is None:
+            return match[0]
+        if name in ("ref", "numref", "doc"):
+            return "[{}]({})".format(*self.resolve(name, text))
+        if name.startswith("glue"):
+            return self.glue(name, text)
+        return f"${text}$" if name == "math" else text
+
+    def resolve(self, role: str, content: str) -> tuple[str, str]:
+        """The text and the hosted address of a reference, as Sphinx resolves it for the page."""
+        explicit = re.fullmatch(r"(.+?)\s*<([^<>]+)>", content, re.DOTALL)
+        title, target = explicit.groups() if explicit else ("", content)
+        target = target if role == "doc" else target.lower()
+        contnode = nodes.inline(title, title)
+        node = addnodes.pending_xref(
+            "", contnode, refdomain="std", reftype=role, reftarget=target,
+            refexplicit=bool(explicit), refdoc=self.docname,
+        )  # fmt: skip
+        env, builder = self.app.env, self.app.builder
+        ref = env.get_domain("std").resolve_xref(
+            env, self.docname, builder, role, target, node, contnode
+        )
+        if ref is None:
+            logger.warning("notebook: nothing to link for %r", content, location=self.docname)
+            return title or target, self.url
+        return ref.astext(), urljoin(self.url, ref.get("refuri") or "#" + ref.get("refid", ""))
+
+    def glue(self, role: str, content: str) -> str:
+        key, _, fmt = content.partition(":") if role == "glue:text" else (content, "", "")
+        text = self.glued.get(key, {}).get("text/markdown" if role == "glue:md" else "text/plain")
+        if text is None:
+            logger.warning("notebook: no glued text %r", key, location=self.docname)
+            return content
+        return format_plain_text(text, fmt) if role == "glue:text" else text
+
+    def directive(self, token: Any) -> str:
+        name, _, argument = token.info[1:].partition("}")
+        name, argument, body, options = name.strip(), argument.strip(), token.content, {}
+        while option := re.match(r"[ \t]*:([\w-]+):[ \t]*(.*)\n?", body):
+            options[option[1]], body = option[2], body[option.end() :]
+        body = body.strip("\n")
+        if name in ("figure", "image"):
+            file = Path(self.app.srcdir, self.docname).parent / argument
+            data = base64.b64encode(file.read_bytes()).decode()
+            self.attachments[file.name] = {mimetypes.guess_type(file.name)[0]: data}
+            return self.figure(f"attachment:{file.name}", options, body)
+        if name.startswith("glue"):
+            return self.glue(name, argument)
+        if name == "details":  # Jupyter renders the Markdown inside HTML's <details>
+            return self.details(argument, self.convert(body))
+        if name == "case":
+            self.cases[argument] = self.convert(body).strip()
+            return ""
+        if name == "machine-cases":  # as on the page: this machine's case, the others closed
+            self.cases = {}
+            self.convert(body)
+            mine = next((k for k in self.cases if this_machine() in k.split()), "")
+            mine = self.cases.pop(mine, "")
+            others = "\n\n".join(self.cases.values())
+            return f"{mine}\n\n{self.details(translated('On other machines'), others)}"
+        if name in ADMONITIONS:
+            title = argument if name in ("admonition", "dropdown") else admonitionlabels[name]
+            text = (f"**{self.prose(str(title))}**\n\n" if title else "") + self.convert(body)
+            return "\n".join(f"> {line}".rstrip() for line in text.strip().splitlines())
+        logger.warning("notebook: no Markdown for {%s}", name, location=self.docname)
+        return self.convert(body)
+
+    def details(self, title: str, body: str) -> str:
+        return f"<details><summary>{self.prose(title)}</summary>\n\n{body.strip()}\n\n</details>"
+
+    def figure(self, src: str, options: dict[str, str], body: str) -> str:
+        caption, _, legend = body.partition("\n\n")
+        alt = re.sub(r"[\[\]\s]+", " ", options.get("alt", caption)).strip()
+        number = self.resolve("numref", options["name"])[0] if "name" in options else ""
+        caption = f"*{number}* {self.convert(caption)}" if number else self.convert(caption)
+        return f"![{alt}]({src})\n\n{caption}\n\n{self.convert(legend)}".rstrip()
+
+
+def built_commit(app: Sphinx) -> str | None:
+    """The commit of the checkout the site is built from, None outside a git checkout."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=app.confdir, capture_output=True)
+    except OSError:  # no git at all
+        return None
+    return done.stdout.decode().strip() if done.returncode == 0 else None
+
+
+def reader_notebook(app: Sphinx, docname: str, text: str, install: str) -> str:
+    """The notebook of a page as a reader gets it: Jupyter Markdown, an install cell first."""
+    notebook = nbformat.reads(text, as_version=4)
+    glued = {}
+    for cell in notebook.cells:
+        if cell.cell_type == "code":  # myst-nb's reading: hidden glue outputs are left out
+            glued.update((key, output["data"]) for key, output in extract_glue_data_cell(cell))
+    markdown = Markdown(app, docname, glued)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            markdown.attachments = {}
+            cell.source = markdown.convert(cell.source).strip()
+            if markdown.attachments:
+                cell.attachments = markdown.attachments
+    install_cell = nbformat.v4.new_code_cell(install, metadata={"tags": ["install-gpukit"]})
+    notebook.cells = [install_cell] + [c for c in notebook.cells if c.source.strip()]
+    return nbformat.writes(notebook)
+
+
+def stored(env: Any) -> dict[str, str]:
+    """This language's notebooks in the build environment, as JSON by page."""
+    if not hasattr(env, "gpukit_notebooks"):
+        env.gpukit_notebooks = {}
+    return env.gpukit_notebooks
 
 
 def keep_notebook(app: Sphinx, doctree: Any) -> None:
     """Store the notebook myst-nb has just written for this page (and this language)."""
     docname = app.env.docname
-    if not hasattr(app.env, "gpukit_notebooks"):
-        app.env.gpukit_notebooks = {}
-    app.env.gpukit_notebooks.pop(docname, None)
-    if not executed(app, docname):
-        return
+    stored(app.env).pop(docname, None)
     config = app.env.mystnb_config
-    if config.execution_mode != "cache":
+    if "kernelspec" not in app.env.metadata.get(docname, {}) or config.execution_mode != "cache":
         return
     written = Path(config.output_folder, f"{docname}.ipynb")
     try:
@@ -69,50 +227,47 @@ def keep_notebook(app: Sphinx, doctree: Any) -> None:
         logger.warning("no executed notebook in the cache for %s", docname, location=docname)
         return
     notebook.metadata.pop("source_map", None)  # myst-nb's own bookkeeping
-    install = nbformat.v4.new_code_cell(
-        INSTALL.format(url=app.config.notebooks_repository_url.removesuffix("/"))
-    )
-    install.metadata["tags"] = ["install-gpukit"]
-    notebook.cells.insert(0, install)
-    app.env.gpukit_notebooks[docname] = nbformat.writes(notebook)
+    stored(app.env)[docname] = nbformat.writes(notebook)
 
 
 def forget_notebook(app: Sphinx, env: Any, docname: str) -> None:
-    getattr(env, "gpukit_notebooks", {}).pop(docname, None)
+    stored(env).pop(docname, None)
 
 
 def merge_notebooks(app: Sphinx, env: Any, docnames: set, other: Any) -> None:
-    if not hasattr(env, "gpukit_notebooks"):
-        env.gpukit_notebooks = {}
-    for docname in docnames:
-        if docname in getattr(other, "gpukit_notebooks", {}):
-            env.gpukit_notebooks[docname] = other.gpukit_notebooks[docname]
+    stored(env).update((name, nb) for name, nb in stored(other).items() if name in docnames)
 
 
 def add_links(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
     """``notebook`` in the page template: the download and Colab links and their labels."""
-    if pagename not in getattr(app.env, "gpukit_notebooks", {}):
+    if pagename not in stored(app.env):
         return
     lang = app.config.site_language
     context["notebook"] = {
         "download": "../" * pagename.count("/") + f"{FOLDER}/{pagename}.ipynb",
         "colab": app.config.notebooks_colab_url.format(lang=lang, page=pagename),
-        **LABELS[lang],
     }
 
 
 def write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    for docname, text in getattr(app.env, "gpukit_notebooks", {}).items():
+    commit = built_commit(app)
+    if commit is None:
+        logger.info("notebooks: not built from a git checkout, they install gpukit from main")
+    source = f"at commit {commit[:12]}, which built this notebook" if commit else "from main"
+    url = app.config.notebooks_repository_url.removesuffix("/")
+    install = INSTALL.format(source=source, url=url, ref=commit or "main")
+    for docname, text in stored(app.env).items():
         path = Path(app.outdir, FOLDER, f"{docname}.ipynb")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(reader_notebook(app, docname, text, install), encoding="utf-8")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("site_url", "", "html", types=[str])
     app.add_config_value("notebooks_repository_url", "", "html", types=[str])
     app.add_config_value("notebooks_colab_url", "", "html", types=[str])
     app.connect("doctree-read", keep_notebook)
@@ -120,4 +275,4 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-merge-info", merge_notebooks)
     app.connect("html-page-context", add_links)
     app.connect("build-finished", write_notebooks)
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}

@@ -2,9 +2,10 @@
 
 CUDA runs asynchronously: a call such as ``y = x @ x`` on a GPU returns as soon as the work is
 *queued*, long before it is *done*. D2L's ``Timer`` and ``Benchmark`` read the wall clock right
-away, so on a GPU they measure how fast Python queues kernels, not how long the kernels take
-(the numbers in D2L's section on asynchronous computation are wrong for that reason). The
-classes here keep D2L's names and methods but wait for the GPU before reading any clock:
+away, so around GPU work they measure how fast Python queues kernels unless the code inside
+synchronizes (D2L's section on asynchronous computation shows both, adding
+``torch.cuda.synchronize`` at the end of the block). The classes here keep D2L's names and
+methods but wait for the GPU before reading any clock, at the start as well as at the end:
 
 * with ``device=None`` (the default) they use the wall clock (:func:`time.perf_counter`) and
   first synchronize every GPU that PyTorch has started using;

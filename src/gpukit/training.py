@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import pickle
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from torch import nn
 from gpukit._checks import check_choice, check_int
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
 from gpukit.devices import try_all_gpus, try_gpu
-from gpukit.metrics import Accumulator, accuracy, evaluate_accuracy_gpu
+from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.models import init_weights, resnet18
 from gpukit.parallel import choose_backend, launch, rank_device
 from gpukit.plotting import Animator
@@ -52,6 +52,7 @@ Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 #: The learning-rate schedules the training functions accept, with the words summaries use.
 SCHEDULES = {"constant": "", "warmup-cosine": "warm-up + cosine decay"}
 WARMUP_START = 0.1  # the warm-up starts at a tenth of the learning rate
+LEGEND = ["train loss", "train acc", "test acc"]
 
 
 def lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -> float:
@@ -252,36 +253,43 @@ def _dataset_size(data_iter: Batches) -> int | None:
 # --------------------------------------------------------------------------- one process
 
 
-def _fit(
+def _train_epochs(
     model: nn.Module,
     train_iter: Batches,
-    test_iter: Batches,
     num_epochs: int,
     lr: float,
     device: torch.device,
-    plot: bool,
-    schedule: str = "constant",
-) -> tuple[list[EpochStats], int, int]:
-    """Train ``model`` (a net or its DataParallel wrapper) with SGD; evaluate it on ``device``."""
+    schedule: str,
+    evaluate: Callable[[], float],
+    *,
+    reduce: Callable[[torch.Tensor, float], tuple[torch.Tensor, float]] | None = None,
+    before_epoch: Callable[[int], None] | None = None,
+    plot: bool = False,
+) -> tuple[list[EpochStats], int]:
+    """The epoch loop of every entry point: SGD on cross-entropy, ``lr_factor`` at every step.
+
+    The entry points differ only in how they place the model and in three hooks:
+    ``evaluate()`` gives the test accuracy after an epoch, ``reduce(sums, seconds)`` combines
+    the epoch's ``[loss sum, correct, examples]`` and time over DDP ranks, ``before_epoch``
+    reshuffles a distributed sampler. The metrics stay on ``device`` during an epoch and are
+    read once at its end: a ``.item()`` per minibatch would make the CPU wait for the GPU at
+    every step (see the asynchrony page). Returns the history and the examples per epoch.
+    """
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scheduler = _scheduler(optimizer, schedule, _num_batches(train_iter), num_epochs)
     loss = nn.CrossEntropyLoss()
-    animator = (
-        Animator(
-            xlabel="epoch", xlim=_xlim(num_epochs), legend=["train loss", "train acc", "test acc"]
-        )
-        if plot
-        else None
-    )
+    animator = Animator(xlabel="epoch", xlim=_xlim(num_epochs), legend=LEGEND) if plot else None
     history: list[EpochStats] = []
-    n_train = n_test = 0
     for epoch in range(num_epochs):
-        metric = Accumulator(3)
+        if before_epoch is not None:
+            before_epoch(epoch)
         model.train()
+        sums = torch.zeros(2, dtype=torch.float64, device=device)  # loss sum, correct
+        examples, step_lr = 0, lr
         timer = Timer()
         for X, y in train_iter:
-            optimizer.zero_grad()
             X, y = X.to(device), y.to(device)
+            optimizer.zero_grad()
             y_hat = model(X)
             batch_loss = loss(y_hat, y)
             batch_loss.backward()
@@ -289,22 +297,26 @@ def _fit(
             optimizer.step()
             scheduler.step()
             with torch.no_grad():
-                metric.add(batch_loss * X.shape[0], accuracy(y_hat, y), X.shape[0])
+                sums += torch.stack((batch_loss * len(y), (y_hat.argmax(dim=1) == y).sum()))
+            examples += len(y)
         seconds = timer.stop()
-        if metric[2] == 0:
+        if examples == 0:
             raise ValueError("train_iter yielded no examples")
-        test_acc = evaluate_accuracy_gpu(model, test_iter, device)
-        n_train = int(metric[2])
-        n_test = _dataset_size(test_iter) or n_test
+        totals = torch.cat((sums.cpu(), torch.tensor([examples], dtype=torch.float64)))
+        if reduce is not None:
+            totals, seconds = reduce(totals, seconds)
+        loss_sum, correct, count = totals.tolist()
         stats = EpochStats(
-            epoch + 1, metric[0] / metric[2], metric[1] / metric[2], test_acc, seconds, step_lr
+            epoch + 1, loss_sum / count, correct / count, evaluate(), seconds, step_lr
         )
         history.append(stats)
         if animator is not None:
-            animator.add(epoch + 1, (stats.train_loss, stats.train_acc, stats.test_acc))
-    if not n_test:
-        n_test = sum(len(y) for _, y in test_iter)
-    return history, n_train, n_test
+            animator.add(stats.epoch, (stats.train_loss, stats.train_acc, stats.test_acc))
+    return history, int(count)
+
+
+def _test_size(test_iter: Batches) -> int:
+    return _dataset_size(test_iter) or sum(len(y) for _, y in test_iter)
 
 
 def _result(
@@ -411,9 +423,11 @@ def train_ch6(
     if init is not None:
         init_weights(net, init, seed=seed)
     net.to(device)
-    history, n_train, n_test = _fit(
-        net, train_iter, test_iter, num_epochs, lr, device, plot, schedule
-    )
+    history, n_train = _train_epochs(
+        net, train_iter, num_epochs, lr, device, schedule,
+        lambda: evaluate_accuracy_gpu(net, test_iter, device), plot=plot,
+    )  # fmt: skip
+    n_test = _test_size(test_iter)
     result = _result(
         history, [str(device)], n_train, n_test, _batch_size(train_iter), lr, "", schedule
     )
@@ -506,9 +520,11 @@ def train_data_parallel(
         note = f"nn.DataParallel uses GPUs only: {len(gpus)} of the {len(devs)} devices"
     elif not gpus and len(devs) > 1:
         note = f"nn.DataParallel needs GPUs: 1 CPU replica instead of {len(devs)} devices"
-    history, n_train, n_test = _fit(
-        model, train_iter, test_iter, num_epochs, lr, used[0], plot, schedule
-    )
+    history, n_train = _train_epochs(
+        model, train_iter, num_epochs, lr, used[0], schedule,
+        lambda: evaluate_accuracy_gpu(model, test_iter, used[0]), plot=plot,
+    )  # fmt: skip
+    n_test = _test_size(test_iter)
     result = _result(
         history,
         [str(d) for d in used],
@@ -557,42 +573,25 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
         dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed
     )
     loader = DataLoader(dataset, batch_size=per_rank, sampler=sampler)
-    optimizer = torch.optim.SGD(model.parameters(), lr=config["lr"])
-    scheduler = _scheduler(optimizer, config["schedule"], len(loader), config["num_epochs"])
-    loss = nn.CrossEntropyLoss()
-    history: list[EpochStats] = []
-    for epoch in range(config["num_epochs"]):
-        sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank
-        model.train()
-        totals = torch.zeros(3, dtype=torch.float64)
-        timer = Timer()
-        for X, y in loader:
-            X, y = X.to(device), y.to(device)
-            optimizer.zero_grad()
-            y_hat = model(X)
-            batch_loss = loss(y_hat, y)
-            batch_loss.backward()  # DDP averages the gradients over the ranks here
-            step_lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
-            scheduler.step()
-            totals += torch.tensor(
-                [batch_loss.item() * len(y), accuracy(y_hat, y), len(y)], dtype=torch.float64
-            )
-        seconds = torch.tensor([timer.stop()], dtype=torch.float64)
-        # The epoch lasts as long as its slowest rank; the totals cover every rank's shard.
-        seconds_d, totals_d = seconds.to(device), totals.to(device)
-        dist.all_reduce(seconds_d, op=dist.ReduceOp.MAX)
-        dist.all_reduce(totals_d)
-        loss_sum, correct, count = totals_d.tolist()
-        test_acc = evaluate_accuracy_gpu(model.module, test_iter, device) if rank == 0 else 0.0
-        # Without this the other ranks would start the next epoch's clock while rank 0 is
-        # still evaluating, and count the wait as training time.
+
+    def reduce(totals: torch.Tensor, seconds: float) -> tuple[torch.Tensor, float]:
+        # The totals cover every rank's shard; the epoch lasts as long as its slowest rank.
+        totals, slowest = totals.to(device), torch.tensor([seconds], device=device)
+        dist.all_reduce(totals)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        return totals.cpu(), slowest.item()
+
+    def evaluate() -> float:
+        accuracy = evaluate_accuracy_gpu(model.module, test_iter, device) if rank == 0 else 0.0
+        # Otherwise the other ranks would start the next epoch's clock while rank 0 is still
+        # evaluating, and count the wait as training time.
         dist.barrier()
-        history.append(
-            EpochStats(
-                epoch + 1, loss_sum / count, correct / count, test_acc, seconds_d.item(), step_lr
-            )
-        )
+        return accuracy
+
+    history, _ = _train_epochs(
+        model, loader, config["num_epochs"], config["lr"], device, config["schedule"], evaluate,
+        reduce=reduce, before_epoch=sampler.set_epoch,  # the same new shuffle on every rank
+    )  # fmt: skip
     if rank != 0:
         return None
     return {
@@ -718,9 +717,7 @@ def train_ddp(
         history, devices, out["n_train"], out["n_test"], batch_size, float(lr), note, schedule
     )
     if plot:
-        animator = Animator(
-            xlabel="epoch", xlim=_xlim(num_epochs), legend=["train loss", "train acc", "test acc"]
-        )
+        animator = Animator(xlabel="epoch", xlim=_xlim(num_epochs), legend=LEGEND)
         for s in history:
             animator.add(s.epoch, (s.train_loss, s.train_acc, s.test_acc))
     if verbose:
