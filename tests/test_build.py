@@ -344,3 +344,21 @@ def test_notebook_markdown_is_plain_jupyter_markdown(tmp_path: Path) -> None:
     assert f"{here}\n\n<details><summary>在其他机器上</summary>\n\n{others}" in markdown
     (attached,) = [c.attachments for c in cells if "attachments" in c]
     assert base64.b64decode(attached["square.svg"]["image/svg+xml"]).startswith(b"<svg")
+
+
+def test_notebook_shows_the_code_of_a_literalinclude(tmp_path: Path) -> None:
+    """A page that shows gpukit's code with ``literalinclude`` (one source for page and package)
+    shows the same lines in its notebook."""
+    site = copy_fixture_site(tmp_path / "src")
+    (site / "code.py").write_text('def f():\n    """Doc."""\n    x = 1\n    return x\n', "utf-8")
+    page = site / "en" / "page.md"
+    include = "```{literalinclude} ../code.py\n:language: python\n:pyobject: f\n"
+    include += ":start-at: x = 1\n:dedent: 4\n```\n"
+    page.write_text(page.read_text("utf-8") + "\n" + include, "utf-8")
+    build = sphinx_build(site, "en", tmp_path / "out")
+    assert build.returncode == 0, build.log
+    assert not SPHINX_WARNING.search(build.log), build.log
+    notebook = nbformat.read(build.html / "_notebooks" / "page.ipynb", as_version=4)
+    markdown = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    assert "```python\nx = 1\nreturn x\n```" in markdown, markdown
+    assert "Doc." not in markdown and "Doc." not in build.page("page")
