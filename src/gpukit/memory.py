@@ -22,8 +22,8 @@ from gpukit.devices import existing_device
 
 __all__ = ["OPTIMIZER_STATES", "MemoryUse", "format_bytes", "measure_memory", "training_memory"]
 
-#: fp32 tensors the optimizer keeps per parameter tensor: plain SGD none, SGD with momentum its
-#: velocity, Adam its first and second moments.
+#: How many fp32 tensors the optimizer keeps for each parameter tensor (plain SGD none, SGD
+#: with momentum its velocity, Adam its first and second moments).
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2}
 _PRECISIONS = ("fp32", "mixed")
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
