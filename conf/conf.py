@@ -61,6 +61,7 @@ numfig = True
 # offline, so there are no intersphinx inventories. Everything of gpukit's own must resolve.
 nitpick_ignore_regex = [
     (r"py:.*", r"(torch|numpy|np|matplotlib|collections|os|pathlib|time|typing)\..*"),
+    (r"py:class", r"gpukit\.\w+\.T"),  # a type variable (pick's), not a class
 ]
 autodoc_member_order = "bysource"
 # The docstrings' examples run with every public name of gpukit in scope, as under pytest.
