@@ -36,6 +36,13 @@ from gpukit.measure import (
     peak_tflops,
     time_op,
 )
+from gpukit.memory import (
+    OPTIMIZER_STATES,
+    MemoryUse,
+    format_bytes,
+    measure_memory,
+    training_memory,
+)
 from gpukit.metrics import Accumulator, accuracy, evaluate_accuracy_gpu
 from gpukit.models import (
     Residual,
@@ -71,6 +78,7 @@ from gpukit.training import (
 )
 
 __all__ = [
+    "OPTIMIZER_STATES",
     "PEAK_TFLOPS",
     "PROFILES",
     "SCHEDULES",
@@ -82,6 +90,7 @@ __all__ = [
     "IDXFormatError",
     "LaunchError",
     "Measurement",
+    "MemoryUse",
     "Profile",
     "Residual",
     "Timer",
@@ -101,6 +110,7 @@ __all__ = [
     "evaluate_accuracy_gpu",
     "existing_device",
     "find_fashion_mnist",
+    "format_bytes",
     "format_seconds",
     "get_fashion_mnist_labels",
     "get_params",
@@ -115,6 +125,7 @@ __all__ = [
     "lr_factor",
     "matmul_dtypes",
     "matmul_throughput",
+    "measure_memory",
     "num_gpus",
     "peak_tflops",
     "pick",
@@ -132,6 +143,7 @@ __all__ = [
     "train_ch6",
     "train_data_parallel",
     "train_ddp",
+    "training_memory",
     "try_all_gpus",
     "try_gpu",
     "use_svg_display",

@@ -39,6 +39,7 @@ NOT_CALLED_BY_PAGES = {
     "IDXFormatError",
     "LaunchError",
     "Measurement",
+    "MemoryUse",
     "Profile",
     "TrainResult",
     "Workload",
@@ -114,6 +115,15 @@ CASES = [
     ("matmul_throughput", (64,), {"dtype": "fp7"}, ValueError, "dtype"),
     ("peak_tflops", (3,), {}, TypeError, "name"),
     ("peak_tflops", ("NVIDIA H100",), {"dtype": "fp7"}, ValueError, "dtype"),
+    # memory
+    ("format_bytes", (1.5,), {}, TypeError, "nbytes"),
+    ("training_memory", ("big",), {}, TypeError, "params"),
+    ("training_memory", (-1,), {}, ValueError, "params"),
+    ("training_memory", (10, "lion"), {}, ValueError, "optimizer"),
+    ("training_memory", (10, "adam", "fp8"), {}, ValueError, "precision"),
+    ("training_memory", (10,), {"shards": 0}, ValueError, "shards"),
+    ("measure_memory", ("step",), {}, TypeError, "fn"),
+    ("measure_memory", (noop, "nodevice"), {}, ValueError, "device"),
     # metrics
     ("Accumulator", ("3",), {}, TypeError, "n"),
     ("Accumulator", (0,), {}, ValueError, "n"),
