@@ -42,6 +42,7 @@ extensions = [
     "myst_nb",  # loads myst_parser itself: listing both breaks the build
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.viewcode",  # the API page links each object to its source
     "sphinx.ext.napoleon",
     "sphinx.ext.doctest",
     "sphinx_copybutton",
@@ -52,6 +53,8 @@ extensions = [
     "gpu_guard",
     "raises_check",  # a cell tagged raises-exception must raise
     "cache_repair",  # an interrupted build leaves no half-written cache entry behind
+    "exec_table",  # the About page's execution table in the page's language, status as text
+    "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
     "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
     "accessibility",  # toctree captions get the aria-level their heading role needs
     "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN

@@ -173,6 +173,9 @@ def test_chinese_lines_join_without_a_space(built: dict) -> None:
     # A break between two Chinese characters vanishes; one next to a Latin word stays.
     assert "这一段在源文件里分成了几行" in html
     assert "PyTorch\n计算" in html
+    # A break between Chinese characters that follows a kept one vanishes too (Text nodes are
+    # strings: looked up by equality, the kept break was found in its place).
+    assert "下面是内核算出的结果" in html
 
 
 def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) -> None:
@@ -233,6 +236,35 @@ def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path)
     assert (
         "machine-cases holds only {case} blocks" in sphinx_build(site, "en", tmp_path / "out").log
     )
+
+
+def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
+    """The About page's execution table (conf/_ext/exec_table.py) and the index's learning path
+    (conf/_ext/learning_path.py) in each language, with a status every font can show."""
+    site = copy_fixture_site(tmp_path / "src")
+    for lang in ("en", "zh"):
+        (site / lang / "about.md").write_text("# About\n\n```{nb-exec-table}\n```\n", "utf-8")
+        index = site / lang / "index.md"
+        path = ":::{learning-path}\npage: Teaches `one` thing.\n:::\n\n"
+        text = index.read_text("utf-8").replace("```{toctree}", path + "```{toctree}", 1)
+        index.write_text(text.replace("page\n", "page\nabout\n", 1), "utf-8")
+    builds = {lang: sphinx_build(site, lang, tmp_path / "out") for lang in ("en", "zh")}
+
+    def text(lang: str, page: str) -> str:
+        return " ".join(re.sub(r"<[^>]+>", " ", builds[lang].page(page)).split())
+
+    for build in builds.values():
+        assert build.returncode == 0, build.log
+        assert not SPHINX_WARNING.search(build.log), build.log
+        assert "✅" not in build.page("about") and "❌" not in build.page("about")
+    assert "Run Time (s)" in text("en", "about") and " done" in text("en", "about")
+    for chinese in ("页面", "修改时间", "方式", "运行时间（秒）", "状态", "完成"):
+        assert chinese in text("zh", "about"), text("zh", "about")
+    assert "Run Time" not in text("zh", "about") and "Document" not in text("zh", "about")
+    # The page's title links to it; reading time and GPUs come from the page itself.
+    assert "A page Teaches one thing. 5 min none" in text("en", "index")
+    assert "阅读时间" in text("zh", "index")
+    assert "一个页面 Teaches one thing. 5 分钟 无" in text("zh", "index")
 
 
 NOTEBOOK_PAGE = """
@@ -312,3 +344,21 @@ def test_notebook_markdown_is_plain_jupyter_markdown(tmp_path: Path) -> None:
     assert f"{here}\n\n<details><summary>在其他机器上</summary>\n\n{others}" in markdown
     (attached,) = [c.attachments for c in cells if "attachments" in c]
     assert base64.b64decode(attached["square.svg"]["image/svg+xml"]).startswith(b"<svg")
+
+
+def test_notebook_shows_the_code_of_a_literalinclude(tmp_path: Path) -> None:
+    """A page that shows gpukit's code with ``literalinclude`` (one source for page and package)
+    shows the same lines in its notebook."""
+    site = copy_fixture_site(tmp_path / "src")
+    (site / "code.py").write_text('def f():\n    """Doc."""\n    x = 1\n    return x\n', "utf-8")
+    page = site / "en" / "page.md"
+    include = "```{literalinclude} ../code.py\n:language: python\n:pyobject: f\n"
+    include += ":start-at: x = 1\n:dedent: 4\n```\n"
+    page.write_text(page.read_text("utf-8") + "\n" + include, "utf-8")
+    build = sphinx_build(site, "en", tmp_path / "out")
+    assert build.returncode == 0, build.log
+    assert not SPHINX_WARNING.search(build.log), build.log
+    notebook = nbformat.read(build.html / "_notebooks" / "page.ipynb", as_version=4)
+    markdown = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    assert "```python\nx = 1\nreturn x\n```" in markdown, markdown
+    assert "Doc." not in markdown and "Doc." not in build.page("page")

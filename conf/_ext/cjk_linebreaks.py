@@ -54,12 +54,15 @@ class JoinCJKLines(SphinxTransform):
             if parent is None or isinstance(parent, CODE) or "\n" not in text:
                 continue
             if not text.strip():
-                # MyST makes each soft line break a Text node of its own.
-                at = parent.index(text)
+                # MyST makes each soft line break a Text node of its own. Text nodes are
+                # strings: parent.index() and parent.remove() would find the first break that
+                # is *equal* to this one (a kept break next to a Latin word, say), so look the
+                # node up by identity.
+                at = next(i for i, child in enumerate(parent.children) if child is text)
                 before = parent[at - 1] if at > 0 else None
                 after = parent[at + 1] if at + 1 < len(parent) else None
                 if _cjk_at(before, -1) and _cjk_at(after, 0):
-                    parent.remove(text)
+                    del parent[at]
                 continue
             joined = join_cjk_lines(str(text))
             if joined != text:

@@ -11,8 +11,9 @@ When the build finishes, each notebook goes to ``<outdir>/_notebooks/<page>.ipyn
 MyST turned into Markdown that Jupyter and Colab render like the page: targets and comments go;
 ``{ref}``/``{numref}``/``{doc}`` become links to the hosted page (``site_url``) with the text
 Sphinx's standard domain gives them ("Fig. 1.2", a section's title); figures become images
-attached to their cell, caption below; admonitions become block quotes with a bold title; glued
-values become their text; Chinese lines are joined as on the site; math stays ``$...$``.
+attached to their cell, caption below; ``literalinclude`` becomes the code block it shows;
+admonitions become block quotes with a bold title; glued values become their text; Chinese
+lines are joined as on the site; math stays ``$...$``.
 A first cell installs gpukit where it is missing (Colab) at the commit the site was built from,
 keeping the installed PyTorch. It is added after execution: the cache never depends on it.
 """
@@ -37,6 +38,7 @@ from myst_nb.ext.glue import extract_glue_data_cell
 from myst_parser.parsers.mdit import create_md_parser
 from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.directives.code import LiteralIncludeReader
 from sphinx.locale import _ as translated
 from sphinx.locale import admonitionlabels
 from sphinx.util import logging
@@ -146,6 +148,8 @@ class Markdown:
             return self.figure(f"attachment:{file.name}", options, body)
         if name.startswith("glue"):
             return self.glue(name, argument)
+        if name == "literalinclude":  # the code it shows, read the way Sphinx reads it
+            return self.literalinclude(argument, options)
         if name == "details":  # Jupyter renders the Markdown inside HTML's <details>
             return self.details(argument, self.convert(body))
         if name == "case":
@@ -164,6 +168,13 @@ class Markdown:
             return "\n".join(f"> {line}".rstrip() for line in text.strip().splitlines())
         logger.warning("notebook: no Markdown for {%s}", name, location=self.docname)
         return self.convert(body)
+
+    def literalinclude(self, argument: str, options: dict[str, str]) -> str:
+        file = Path(self.app.srcdir, self.docname).parent / argument
+        if "dedent" in options:
+            options["dedent"] = int(options["dedent"]) if options["dedent"] else None
+        code, _ = LiteralIncludeReader(file, options, self.app.config).read()
+        return f"```{options.get('language', '')}\n{code.rstrip()}\n```"
 
     def details(self, title: str, body: str) -> str:
         return f"<details><summary>{self.prose(title)}</summary>\n\n{body.strip()}\n\n</details>"

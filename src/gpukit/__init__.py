@@ -10,6 +10,7 @@ import pkgutil
 from gpukit.data import *
 from gpukit.devices import *
 from gpukit.measure import *
+from gpukit.memory import *
 from gpukit.metrics import *
 from gpukit.models import *
 from gpukit.parallel import *

@@ -8,7 +8,7 @@ import pytest
 
 FIRST_HITS = [
     ("en", "device", "use-gpu"),
-    ("zh", "显存", "use-gpu"),
+    ("zh", "显存", "memory"),  # the page titled 显存都去哪儿了 (before it, use-gpu)
     ("zh", "张量", "use-gpu"),
 ]
 

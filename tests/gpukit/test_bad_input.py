@@ -37,6 +37,7 @@ NOT_CALLED_BY_PAGES = {
     "DataNotFoundError",
     "EpochStats",
     "Measurement",
+    "MemoryUse",
     "Profile",
     "TrainResult",
     "Workload",
@@ -105,6 +106,15 @@ CASES = [
     ("matmul_throughput", ("64",), {}, TypeError, "n"),
     ("matmul_throughput", (0,), {}, ValueError, "n"),
     ("matmul_throughput", (64,), {"dtype": "fp7"}, ValueError, "dtype"),
+    # memory
+    ("format_bytes", (1.5,), {}, TypeError, "nbytes"),
+    ("training_memory", ("big",), {}, TypeError, "params"),
+    ("training_memory", (-1,), {}, ValueError, "params"),
+    ("training_memory", (10, "lion"), {}, ValueError, "optimizer"),
+    ("training_memory", (10, "adam", "fp8"), {}, ValueError, "precision"),
+    ("training_memory", (10,), {"shards": 0}, ValueError, "shards"),
+    ("measure_memory", ("step",), {}, TypeError, "fn"),
+    ("measure_memory", (noop, "nodevice"), {}, ValueError, "device"),
     # metrics
     ("Accumulator", ("3",), {}, TypeError, "n"),
     ("Accumulator", (0,), {}, ValueError, "n"),
