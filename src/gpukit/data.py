@@ -139,8 +139,8 @@ def find_fashion_mnist(
     """
     check_type(root, "root", str | os.PathLike | None, "None, a str or a path")
     check_type(download, "download", bool, "True or False")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpukit"
-    cache, looked = cache / "fashion-mnist", []
+    xdg_cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    cache, looked = Path(xdg_cache) / "gpukit" / "fashion-mnist", []
     if root is None and os.environ.get(ENV_VAR):
         root, source = os.environ[ENV_VAR], f"the {ENV_VAR} environment variable"
     else:
@@ -171,8 +171,7 @@ def find_fashion_mnist(
 
 @functools.lru_cache(maxsize=4)
 def _decode(folder: Path, split: str, stamp: tuple) -> tuple[np.ndarray, np.ndarray]:
-    # ``stamp`` (the files' sizes and modification times) is part of the cache key, so a file
-    # replaced on disk is decoded again rather than served stale.
+    # ``stamp`` (sizes, modification times) is in the cache key: a replaced file is read again.
     images_path, labels_path = (folder / name for name in FILES[split])
     images, labels = _read_idx(images_path, 2051), _read_idx(labels_path, 2049)
     if len(images) != len(labels):

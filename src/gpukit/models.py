@@ -55,6 +55,7 @@ class Residual(nn.Module):
         self.bn2 = nn.BatchNorm2d(num_channels)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Two convolutions, plus the shortcut (through the 1x1 convolution if there is one)."""
         Y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(X)))))
         return F.relu(Y + (X if self.conv3 is None else self.conv3(X)))
 

@@ -37,15 +37,14 @@ _SCALES = ("linear", "log", "symlog", "logit")
 
 
 def _kernel_display() -> Any | None:
-    """IPython's ``display`` in a Jupyter kernel, else ``None`` (IPython is optional)."""
+    """IPython's ``display`` in a Jupyter kernel, else ``None`` (a terminal IPython has no
+    kernel, and there ``display`` would print a repr; IPython is optional)."""
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:
         return None
-    shell = get_ipython()
-    # A terminal IPython has no kernel; there, display() would only print an object's repr.
-    return display if getattr(shell, "kernel", None) is not None else None
+    return display if getattr(get_ipython(), "kernel", None) is not None else None
 
 
 def _pair(value: object, name: str, *, positive: bool = False) -> tuple[float, float] | None:
@@ -211,7 +210,7 @@ class Animator:
     Each :meth:`add` appends one point to every line and redraws (shown only in a Jupyter
     kernel). The arguments are D2L's: ``fmts`` holds one matplotlib format per line, the lines
     are drawn in the first subplot of the ``nrows`` x ``ncols`` grid, ``figsize`` is in inches.
-    :attr:`fig` is the figure (unknown to pyplot, which so never shows a PNG copy of it).
+    ``fig`` is the figure (unknown to pyplot, which so never shows a PNG copy of it).
 
     Example:
         >>> animator = Animator(xlabel="epoch", xlim=[1, 3], legend=["train loss", "test acc"])

@@ -52,7 +52,7 @@ class Timer:
     """Record several running times (D2L's ``Timer``, but waiting for the GPU; see above).
 
     The timer starts when it is created; each :meth:`stop` appends the seconds since the last
-    :meth:`start` to :attr:`times`. ``device``: ``None`` or the CPU for the wall clock, a CUDA
+    :meth:`start` to ``times``. ``device``: ``None`` or the CPU for the wall clock, a CUDA
     device for CUDA events on its current stream (not covering other devices or streams).
 
     Example:
