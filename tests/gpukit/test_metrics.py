@@ -74,12 +74,7 @@ def test_accuracy_counts_matches(pairs):
 @pytest.mark.parametrize(
     ("y_hat", "y", "error", "pattern"),
     [
-        (
-            torch.zeros(3, 2),
-            torch.zeros(4, dtype=torch.long),
-            ValueError,
-            "as many examples, got 3 and 4",
-        ),
+        (torch.zeros(3, 2), torch.zeros(4, dtype=torch.long), ValueError, "got 3 and 4"),
         (torch.zeros(3), torch.zeros(3, 1), ValueError, r"y must have shape \(N,\)"),
         (torch.zeros(3, 2, 2), torch.zeros(3), ValueError, r"y_hat must have shape \(N, C\)"),
         ([0.1, 0.9], torch.zeros(1), TypeError, "y_hat must be a torch.Tensor"),
