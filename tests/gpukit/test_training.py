@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -236,15 +239,55 @@ def test_train_data_parallel_bad_devices(devices, error, match):
 # ---------------------------------------------------------------- real Fashion-MNIST
 
 
+# LeNet leaves its plateau at a step that depends on the CPU's kernels (AVX-512, AVX2, SSE:
+# 0.22 to 0.42 test accuracy after 38 steps on one machine). After ~190 steps every setting
+# tried ends at 0.6-0.67 (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, MKL_ENABLE_INSTRUCTIONS
+# lowered or not): the test asks for less, and for a falling loss.
+SMOKE = "from gpukit import *; t, v = load_data_fashion_mnist(16, n_train=1000, n_test=500)\n"
+SMOKE_RUN = "r = train_ch6(lenet(), t, v, 3, 0.3, 'cpu', plot=False, verbose=False)\n"
+LOWERED_KERNELS = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "ONEDNN_MAX_CPU_ISA": "SSE41",
+    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+}
+
+
+def _learned(result: TrainResult) -> bool:
+    first, last = result.history[0], result.history[-1]
+    return result.test_acc > 0.4 and last.train_loss < 0.8 * first.train_loss  # chance: 0.1
+
+
 @needs_data
-def test_smoke_real_fashion_mnist_accuracy_rises_above_chance():
-    train_iter, test_iter = load_data_fashion_mnist(32, n_train=600, n_test=300)
-    result = train_ch6(lenet(), train_iter, test_iter, 2, 0.3, "cpu", plot=False)
-    assert (result.n_train, result.n_test) == (600, 300)
-    assert result.test_acc > 0.4  # chance is 0.1
-    train_iter, test_iter = load_data_fashion_mnist(32, n_train=600, n_test=300)
-    again = train_ch6(lenet(), train_iter, test_iter, 2, 0.3, "cpu", plot=False)
-    assert _numbers(again) == _numbers(result)
+def test_smoke_real_fashion_mnist_training_learns_and_repeats():
+    scope: dict = {}
+    exec(SMOKE + SMOKE_RUN, scope)
+    result = scope["r"]
+    assert (result.n_train, result.n_test) == (1000, 500)
+    assert _learned(result), result.history
+    exec(SMOKE + SMOKE_RUN, scope)  # fresh loaders: the same shuffles
+    assert _numbers(scope["r"]) == _numbers(result)
+
+
+@needs_data
+def test_smoke_training_learns_with_the_oldest_cpu_kernels():
+    # The variables are read when torch loads: a fresh interpreter with the kernels of a CPU
+    # without AVX (as far as PyTorch, oneDNN and MKL are concerned).
+    code = (
+        SMOKE
+        + SMOKE_RUN
+        + (
+            "import torch; print(torch.backends.cpu.get_cpu_capability(), r.test_acc,"
+            " r.history[0].train_loss, r.history[-1].train_loss)"
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
+        env={**os.environ, **LOWERED_KERNELS}, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    capability, acc, first_loss, last_loss = done.stdout.split()
+    assert capability == "DEFAULT"
+    assert float(acc) > 0.4 and float(last_loss) < 0.8 * float(first_loss), done.stdout
 
 
 @needs_data
