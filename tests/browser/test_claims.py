@@ -1,8 +1,8 @@
 """What the prose says about the outputs of a CPU-only (quick) build agrees with those outputs.
 
-The concise multi-GPU page explains its quick-profile outputs in words and numbers ("fell from
-0.63 to 0.24", "about three times too large", "near chance"); the from-scratch page says that
-its replicas agree exactly. An unrelated change to gpukit can move the outputs (an argument
+The concise multi-GPU page explains its quick-profile outputs in words ("about three times too
+large", "near chance", "several times as many"); the from-scratch page says that its replicas
+agree exactly. Numbers are never typed into the prose (tests/browser/test_glued_numbers.py). An unrelated change to gpukit can move the outputs (an argument
 check that drew one random number once did) and nothing else would notice that the text no
 longer describes the output above it. A site built on GPUs or with the full profile shows other
 numbers, which the prose does not quote: there these tests skip.
@@ -16,7 +16,7 @@ import pytest
 from browsing import LANGUAGES
 
 PAGE = "multiple-gpus-concise"
-QUICK_CPU = {"en": ("CPU only", "profile quick"), "zh": ("仅 CPU", "quick 配置")}
+QUICK_CPU = {"en": ("CPU only", "profile quick"), "zh": ("仅 CPU", "快速配置")}
 ROWS = re.compile(
     r"^(DataParallel, 1 device|DataParallel, 2 devices|DDP, 2 processes)\s+[\d.]+ sec\s+([\d.]+)",
     re.MULTILINE,
@@ -24,12 +24,6 @@ ROWS = re.compile(
 VARIANCES = re.compile(r"running variance ([\d.]+), variance on a test batch ([\d.]+)")
 EVAL_ACC = re.compile(r"test acc with the running averages:\s+([\d.]+)")
 BATCH_ACC = re.compile(r"test acc with each batch's statistics:\s+([\d.]+)")
-# "(when we tried it ..., the test accuracy of the quick profile's one-device run fell from
-# 0.63 to 0.24)": the first number is the one-device row of the table.
-QUOTED_ONE_DEVICE = {
-    "en": re.compile(r"fell from (\d\.\d\d)\s+to 0\.24"),
-    "zh": re.compile(r"从 (\d\.\d\d) 降到了 0\.24"),
-}
 
 
 def read(tab, site, page: str) -> tuple[str, str, str]:
@@ -42,18 +36,12 @@ def read(tab, site, page: str) -> tuple[str, str, str]:
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
-def test_concise_page_quotes_its_own_quick_outputs(desktop_tab, site, lang: str) -> None:
-    provenance, outputs, prose = read(desktop_tab, site, f"{lang}/{PAGE}")
+def test_concise_page_describes_its_own_quick_outputs(desktop_tab, site, lang: str) -> None:
+    provenance, outputs, _ = read(desktop_tab, site, f"{lang}/{PAGE}")
     if not all(marker in provenance for marker in QUICK_CPU[lang]):
         pytest.skip(f"not a CPU-only quick build: {provenance}")
     accuracy = {name: float(acc) for name, acc in ROWS.findall(outputs)}
     assert len(accuracy) == 3, outputs
-    quoted = QUOTED_ONE_DEVICE[lang].search(prose)
-    assert quoted, f"{lang}: the 0.63 -> 0.24 sentence is gone; update this test with it"
-    assert float(quoted.group(1)) == accuracy["DataParallel, 1 device"], (
-        f"{lang}: the prose quotes {quoted.group(1)} for the one-device run, the table shows "
-        f"{accuracy['DataParallel, 1 device']:.2f}"
-    )
     # "the two-device rows end up near chance (0.1)"
     assert accuracy["DataParallel, 2 devices"] <= 0.15 and accuracy["DDP, 2 processes"] <= 0.15
     # "the running variance comes out about three times too large ... a true variance of
