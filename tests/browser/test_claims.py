@@ -2,9 +2,10 @@
 
 The concise multi-GPU page explains its quick-profile outputs in words ("about three times too
 large", "near chance", "several times as many"); the from-scratch page says that its replicas
-agree exactly. Numbers are never typed into the prose (tests/browser/test_glued_numbers.py). An unrelated change to gpukit can move the outputs (an argument
-check that drew one random number once did) and nothing else would notice that the text no
-longer describes the output above it. A site built on GPUs or with the full profile shows other
+agree exactly. (Numbers are never typed into the prose: tests/browser/test_glued_numbers.py.)
+An unrelated change to gpukit can move the outputs (an argument check that drew one random
+number once did) and nothing else would notice that the text no longer describes the output
+above it. A site built on GPUs or with the full profile shows other
 numbers, which the prose does not quote: there these tests skip.
 """
 
