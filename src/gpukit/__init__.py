@@ -36,6 +36,7 @@ from gpukit.measure import (
     peak_tflops,
     time_op,
 )
+from gpukit.fast import auto_precision, train_fast
 from gpukit.metrics import Accumulator, accuracy, evaluate_accuracy_gpu
 from gpukit.models import (
     Residual,
@@ -89,6 +90,7 @@ __all__ = [
     "Workload",
     "accuracy",
     "allreduce",
+    "auto_precision",
     "choose_backend",
     "copy_bandwidth",
     "copy_bandwidths",
@@ -131,6 +133,7 @@ __all__ = [
     "time_op",
     "train_ch6",
     "train_data_parallel",
+    "train_fast",
     "train_ddp",
     "try_all_gpus",
     "try_gpu",
