@@ -24,6 +24,7 @@ from gpukit.devices import (
     try_all_gpus,
     try_gpu,
 )
+from gpukit.fast import auto_precision, train_fast
 from gpukit.measure import (
     PEAK_TFLOPS,
     Measurement,
@@ -36,7 +37,6 @@ from gpukit.measure import (
     peak_tflops,
     time_op,
 )
-from gpukit.fast import auto_precision, train_fast
 from gpukit.metrics import Accumulator, accuracy, evaluate_accuracy_gpu
 from gpukit.models import (
     Residual,
@@ -133,8 +133,8 @@ __all__ = [
     "time_op",
     "train_ch6",
     "train_data_parallel",
-    "train_fast",
     "train_ddp",
+    "train_fast",
     "try_all_gpus",
     "try_gpu",
     "use_svg_display",

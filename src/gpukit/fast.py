@@ -257,9 +257,7 @@ def train_fast(
         model = torch.compile(net, mode=None if compile is True else compile)
         compile_seconds = _warm_up(model, net, batches, dtype)
         notes.append(f"compiled in {format_seconds(compile_seconds)}")
-    optimizer = torch.optim.SGD(
-        net.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0
-    )
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0)
     history, n_train = _train_epochs(
         model, batches, num_epochs, lr, device, schedule,
         lambda: evaluate_accuracy_gpu(net, test, device), plot=plot,
@@ -273,4 +271,3 @@ def train_fast(
     if verbose:
         print(result.summary())
     return result
-
