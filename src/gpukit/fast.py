@@ -1,18 +1,8 @@
 """Fast training on one device: the recipe of the page of that name, in one function.
 
 :func:`train_fast` takes :func:`gpukit.training.train_ch6`'s arguments, trains in the same
-epoch loop and returns the same :class:`~gpukit.training.TrainResult`. Its switches are the
-steps of the recipe, each on by default where it helps:
-
-* ``metrics_on_device``: one ``.item()`` per epoch instead of one per minibatch;
-* ``on_device``: the training set held on the device as one tensor (``uint8`` when the images
-  are multiples of 1/255, as Fashion-MNIST's are), minibatches drawn by index;
-* ``channels_last``: images and weights stored channel-innermost (NHWC), the layout of
-  tensor-core convolutions;
-* ``precision``: ``torch.autocast`` in bf16, or fp16 with a gradient scaler;
-* ``compile``: ``torch.compile``, compiled before the first epoch and timed apart;
-* ``batch_size``, ``momentum`` and ``schedule``: a larger batch, SGD with momentum, and a
-  warm-up followed by a cosine decay, so that fewer epochs reach the same accuracy.
+epoch loop (``gpukit.training._train_epochs``) and returns the same
+:class:`~gpukit.training.TrainResult`, with a switch for each step of the recipe.
 """
 
 from __future__ import annotations
@@ -35,7 +25,6 @@ from gpukit.training import (
     _batch_size,
     _check_batches,
     _check_common,
-    _num_batches,
     _result,
     _train_epochs,
 )
@@ -43,18 +32,14 @@ from gpukit.training import (
 __all__ = ["auto_precision", "train_fast"]
 
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-PRECISIONS = ("auto", *_DTYPES)
 
 
 def auto_precision(device: torch.device | str | None = None) -> str:
-    """The precision ``train_fast(precision="auto")`` picks: what ``device`` computes fastest.
+    """The precision ``train_fast(precision="auto")`` picks: the fastest one ``device`` has.
 
-    ``"bf16"`` on a GPU with native bf16 (Ampere and later) and on a CPU with bf16
-    instructions (AVX512-BF16 or AMX) that PyTorch's kernels may use; ``"fp16"`` on an older
-    GPU; ``"fp32"`` on any other CPU, where bf16 is emulated and slower than fp32.
-
-    Args:
-        device: ``None``: :func:`gpukit.devices.try_gpu`.
+    ``"bf16"`` on a GPU with native bf16 (Ampere and later) and on a CPU whose bf16
+    instructions (AVX512-BF16, AMX) PyTorch uses; ``"fp16"`` on an older GPU; ``"fp32"`` on
+    other CPUs, which emulate bf16 more slowly than they compute fp32.
 
     Example:
         >>> auto_precision("cpu") in ("bf16", "fp32")
@@ -71,60 +56,6 @@ def auto_precision(device: torch.device | str | None = None) -> str:
     return "bf16" if native and torch.backends.cpu.get_cpu_capability() == "AVX512" else "fp32"
 
 
-class _OnDevice:
-    """The examples of ``batches`` as one tensor on ``device``; shuffled minibatches by index.
-
-    Every minibatch has ``batch_size`` examples (the rest of an epoch is left out), so a
-    compiled model sees one shape only.
-    """
-
-    def __init__(
-        self, batches: Batches, batch_size: int, device: torch.device, seed: int, nhwc: bool
-    ) -> None:
-        pairs = _read_once(batches)
-        X = torch.cat([X for X, _ in pairs])
-        self.y = torch.cat([y for _, y in pairs]).to(device)
-        as_bytes = (X * 255).round()
-        self.scale = 255.0 if torch.equal(as_bytes / 255, X) else 1.0
-        self.X = (as_bytes.to(torch.uint8) if self.scale == 255 else X).to(device)
-        self.batch_size, self.nhwc = min(batch_size, len(self.y)), nhwc
-        self.generator = torch.Generator().manual_seed(seed)
-
-    def __len__(self) -> int:
-        return len(self.y) // self.batch_size
-
-    def batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        X = self.X[idx].float() / self.scale
-        return _layout(X, self.nhwc), self.y[idx]
-
-    def first(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.batch(torch.arange(self.batch_size, device=self.y.device))
-
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        order = torch.randperm(len(self.y), generator=self.generator).to(self.y.device)
-        for i in range(len(self)):
-            yield self.batch(order[i * self.batch_size : (i + 1) * self.batch_size])
-
-
-class _Moved:
-    """``batches`` moved to ``device`` (and made channels-last) as they are read."""
-
-    def __init__(self, batches: Batches, device: torch.device, nhwc: bool) -> None:
-        self.batches, self.device, self.nhwc = batches, device, nhwc
-        self.batch_size = _batch_size(batches)
-
-    def __len__(self) -> int:
-        return _num_batches(self.batches)
-
-    def first(self) -> tuple[torch.Tensor, torch.Tensor]:
-        X, y = _read_once(self.batches, 1)[0]
-        return _layout(X.to(self.device), self.nhwc), y.to(self.device)
-
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for X, y in self.batches:
-            yield _layout(X.to(self.device), self.nhwc), y.to(self.device)
-
-
 def _read_once(batches: Batches, limit: int | None = None) -> list[tuple[torch.Tensor, ...]]:
     """The first ``limit`` minibatches (all: None), leaving a DataLoader's shuffle as it was."""
     generator = getattr(batches, "generator", None)
@@ -135,16 +66,35 @@ def _read_once(batches: Batches, limit: int | None = None) -> list[tuple[torch.T
     return pairs
 
 
-def _layout(X: torch.Tensor, nhwc: bool) -> torch.Tensor:
-    return X.contiguous(memory_format=torch.channels_last) if nhwc and X.dim() == 4 else X
+class _OnDevice:
+    """The examples of ``batches`` in one tensor on ``device`` (``uint8`` if lossless), read
+    as shuffled minibatches of ``batch_size`` by index; the rest of an epoch is left out, so
+    a compiled model sees one shape only."""
+
+    def __init__(self, batches: Batches, batch_size: int, device: torch.device, seed: int):
+        pairs = _read_once(batches)
+        X, y = torch.cat([X for X, _ in pairs]), torch.cat([y for _, y in pairs])
+        as_bytes = (X * 255).round()
+        self.scale = 255.0 if torch.equal(as_bytes / 255, X) else 1.0
+        self.X = (as_bytes.to(torch.uint8) if self.scale == 255 else X).to(device)
+        self.y, self.batch_size = y.to(device), min(batch_size, len(y))
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __len__(self) -> int:
+        return len(self.y) // self.batch_size
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        order = torch.randperm(len(self.y), generator=self.generator).to(self.y.device)
+        for i in range(len(self)):
+            idx = order[i * self.batch_size : (i + 1) * self.batch_size]
+            yield self.X[idx].float() / self.scale, self.y[idx]
 
 
 def _warm_up(
-    model: nn.Module, net: nn.Module, batches: _OnDevice | _Moved, dtype: torch.dtype | None
+    model: nn.Module, net: nn.Module, X: torch.Tensor, y: torch.Tensor, dtype: torch.dtype | None
 ) -> float:
     """Compile forward and backward on one minibatch; the weights and buffers stay as they are."""
     buffers = [b.clone() for b in net.buffers()]  # batch norm's running averages
-    X, y = batches.first()
     timer = Timer()
     with _autocast(X.device, dtype):
         loss = nn.functional.cross_entropy(model(X), y)
@@ -180,9 +130,10 @@ def train_fast(
 ) -> TrainResult:
     """Train ``net`` like :func:`gpukit.training.train_ch6`, with the switches of the recipe.
 
-    Every switch off (``momentum=0``, ``schedule="constant"``, ``metrics_on_device=False``,
-    ``on_device=False``, ``channels_last=False``, ``precision="fp32"``, ``compile=False``)
-    is D2L's loop. The test set is evaluated in fp32 by the uncompiled ``net``.
+    The defaults are the recipe; every switch off (``momentum=0``, ``schedule="constant"``,
+    ``metrics_on_device=False``, ``on_device=False``, ``channels_last=False``,
+    ``precision="fp32"``, ``compile=False``) is D2L's loop. The test accuracy is computed in
+    fp32 by the uncompiled ``net``, with the test set copied to ``device`` once.
 
     Args:
         net, train_iter, test_iter, num_epochs, lr, device, init, seed, plot, verbose:
@@ -191,12 +142,15 @@ def train_fast(
         batch_size: examples per step when ``on_device``; ``None``: ``train_iter``'s.
         momentum: SGD's momentum (Nesterov's when > 0); 0 is plain SGD.
         metrics_on_device: ``False`` reads the metrics at every step, as D2L's loop does.
-        on_device: hold the training set on ``device`` and draw minibatches by index.
-        channels_last: store images and weights channels-last (NHWC).
+        on_device: hold the training set on ``device`` as one tensor and draw minibatches
+            by index instead of reading ``train_iter`` at every epoch.
+        channels_last: store the weights channels-last (NHWC), the layout convolution
+            kernels and tensor cores read best; the convolutions then convert the images.
         precision: ``"fp32"``, ``"bf16"``, ``"fp16"`` (with a gradient scaler) or
-            ``"auto"`` (:func:`auto_precision`).
-        compile: ``torch.compile`` the model: ``True``, a mode such as
-            ``"reduce-overhead"`` (CUDA graphs), ``False``, or ``None``: on a GPU only.
+            ``"auto"`` (:func:`auto_precision`): ``torch.autocast`` for forward and loss.
+        compile: ``torch.compile`` the model before the first epoch (timed apart, in
+            ``compile_seconds``): ``True``, a mode such as ``"reduce-overhead"`` (CUDA
+            graphs), ``False``, or ``None``: on a GPU only.
 
     Example:
         >>> from gpukit.models import lenet
@@ -217,56 +171,42 @@ def train_fast(
         raise TypeError(f"momentum must be a number, got {type(momentum).__name__}")
     if not 0 <= momentum < 1:
         raise ValueError(f"momentum must be >= 0 and < 1, got {momentum}")
-    for name, flag in (
-        ("metrics_on_device", metrics_on_device),
-        ("on_device", on_device),
-        ("channels_last", channels_last),
-    ):
+    flags = {"metrics_on_device": metrics_on_device, "on_device": on_device}
+    for name, flag in {**flags, "channels_last": channels_last}.items():
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be True or False, got {flag!r}")
-    check_choice(precision, "precision", PRECISIONS)
+    check_choice(precision, "precision", ["auto", *_DTYPES])
     if compile is not None and not isinstance(compile, bool | str):
         raise TypeError(f"compile must be None, a bool or a mode name, got {compile!r}")
     if device is not None and not isinstance(device, str | torch.device):
         raise TypeError(f"device must be None, a str or a torch.device, got {device!r}")
     device = torch.device(try_gpu() if device is None else device)
-    if precision == "auto":
-        precision = auto_precision(device)
-    dtype = _DTYPES[precision]
+    precision = auto_precision(device) if precision == "auto" else precision
 
     torch.manual_seed(seed)
     if init is not None:
         init_weights(net, init, seed=seed)
-    net.to(device)
-    if channels_last:
-        net.to(memory_format=torch.channels_last)
-    batches: _OnDevice | _Moved
+    net.to(device, memory_format=torch.channels_last if channels_last else torch.preserve_format)
+    batches: Batches = train_iter
     if on_device:
-        size = batch_size or _batch_size(train_iter)
-        batches = _OnDevice(train_iter, size, device, seed, channels_last)
-    else:
-        batches = _Moved(train_iter, device, channels_last)
-    test = list(_Moved(test_iter, device, channels_last))  # read once, kept on the device
-    notes = ["data on the device"] if on_device else []
-    notes += ["channels-last"] if channels_last else []
-    notes.append(precision)
+        batches = _OnDevice(train_iter, batch_size or _batch_size(train_iter), device, seed)
+    test = [(X.to(device), y.to(device)) for X, y in _read_once(test_iter)]
+    notes = ["data on the device"] * on_device + ["channels-last"] * channels_last + [precision]
     model, compile_seconds = net, 0.0
-    if compile is None:
-        compile = device.type == "cuda"
-    if compile is not False:
-        model = torch.compile(net, mode=None if compile is True else compile)
-        compile_seconds = _warm_up(model, net, batches, dtype)
+    if compile or (compile is None and device.type == "cuda"):
+        model = torch.compile(net, mode=None if compile in (None, True) else compile)
+        X, y = _read_once(batches, 1)[0]
+        compile_seconds = _warm_up(model, net, X.to(device), y.to(device), _DTYPES[precision])
         notes.append(f"compiled in {format_seconds(compile_seconds)}")
     optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0)
     history, n_train = _train_epochs(
         model, batches, num_epochs, lr, device, schedule,
-        lambda: evaluate_accuracy_gpu(net, test, device), plot=plot,
-        optimizer=optimizer, autocast=dtype, sync_every_step=not metrics_on_device,
+        lambda: evaluate_accuracy_gpu(net, test, device), plot=plot, optimizer=optimizer,
+        autocast=_DTYPES[precision], sync_every_step=not metrics_on_device,
     )  # fmt: skip
-    n_test = sum(len(y) for _, y in test)
-    result = _result(
-        history, [str(device)], n_train, n_test, batches.batch_size, lr, ", ".join(notes), schedule
-    )
+    size = batches.batch_size if on_device else _batch_size(train_iter)  # type: ignore[union-attr]
+    result = _result(history, [str(device)], n_train, sum(len(y) for _, y in test), size, lr,
+                     ", ".join(notes), schedule)  # fmt: skip
     result.compile_seconds = compile_seconds
     if verbose:
         print(result.summary())
