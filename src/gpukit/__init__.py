@@ -9,6 +9,7 @@ import pkgutil
 
 from gpukit.data import *
 from gpukit.devices import *
+from gpukit.fast import *
 from gpukit.measure import *
 from gpukit.memory import *
 from gpukit.metrics import *

@@ -16,6 +16,7 @@ the same data order two runs on a CPU give the same numbers.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import pickle
@@ -138,6 +139,8 @@ class TrainResult:
         history: one :class:`EpochStats` per epoch.
         note: how the devices were used, when that needs saying.
         schedule: the learning-rate schedule, a key of :data:`SCHEDULES`.
+        compile_seconds: time spent compiling before the first epoch
+            (:func:`gpukit.fast.train_fast`), not counted in ``sec_per_epoch``.
 
     Example:
         >>> r = TrainResult(0.8512, 12.34561, ["cuda:0", "cuda:1"], 10, 60000, 10000, 512, 0.2)
@@ -157,6 +160,7 @@ class TrainResult:
     history: list[EpochStats] = field(default_factory=list)
     note: str = ""
     schedule: str = "constant"
+    compile_seconds: float = 0.0
 
     def summary(self) -> str:
         """Two lines: accuracy, time and devices; then the amount of data and the settings."""
@@ -265,6 +269,9 @@ def _train_epochs(
     reduce: Callable[[torch.Tensor, float], tuple[torch.Tensor, float]] | None = None,
     before_epoch: Callable[[int], None] | None = None,
     plot: bool = False,
+    optimizer: torch.optim.Optimizer | None = None,
+    autocast: torch.dtype | None = None,
+    sync_every_step: bool = False,
 ) -> tuple[list[EpochStats], int]:
     """The epoch loop of every entry point: SGD on cross-entropy, ``lr_factor`` at every step.
 
@@ -274,8 +281,16 @@ def _train_epochs(
     reshuffles a distributed sampler. The metrics stay on ``device`` during an epoch and are
     read once at its end: a ``.item()`` per minibatch would make the CPU wait for the GPU at
     every step (see the asynchrony page). Returns the history and the examples per epoch.
+
+    The options of :func:`gpukit.fast.train_fast`: ``optimizer`` replaces plain SGD (its
+    learning rate is the peak of the schedule); ``autocast`` runs the forward pass and the
+    loss in that dtype (``torch.autocast``; float16 also scales the loss, so that small
+    gradients do not round to zero); ``sync_every_step`` reads the metrics after every
+    minibatch, as D2L's loop does, to measure what that costs.
     """
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    if optimizer is None:
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    scaler = torch.amp.GradScaler(device.type, enabled=autocast == torch.float16)
     scheduler = _scheduler(optimizer, schedule, _num_batches(train_iter), num_epochs)
     loss = nn.CrossEntropyLoss()
     animator = Animator(xlabel="epoch", xlim=_xlim(num_epochs), legend=LEGEND) if plot else None
@@ -290,14 +305,19 @@ def _train_epochs(
         for X, y in train_iter:
             X, y = X.to(device), y.to(device)
             optimizer.zero_grad()
-            y_hat = model(X)
-            batch_loss = loss(y_hat, y)
-            batch_loss.backward()
+            with _autocast(device, autocast):
+                y_hat = model(X)
+                batch_loss = loss(y_hat, y)
+            scaler.scale(batch_loss).backward()  # without fp16 the scaler passes the loss on
             step_lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
             scheduler.step()
             with torch.no_grad():
-                sums += torch.stack((batch_loss * len(y), (y_hat.argmax(dim=1) == y).sum()))
+                step_sums = torch.stack((batch_loss * len(y), (y_hat.argmax(dim=1) == y).sum()))
+                sums += step_sums
+            if sync_every_step:
+                step_sums.tolist()  # makes the CPU wait for the GPU, as D2L's .item() calls do
             examples += len(y)
         seconds = timer.stop()
         if examples == 0:
@@ -313,6 +333,14 @@ def _train_epochs(
         if animator is not None:
             animator.add(stats.epoch, (stats.train_loss, stats.train_acc, stats.test_acc))
     return history, int(count)
+
+
+def _autocast(
+    device: torch.device, dtype: torch.dtype | None
+) -> contextlib.AbstractContextManager[Any]:
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype)
 
 
 def _test_size(test_iter: Batches) -> int:

@@ -204,6 +204,18 @@ CASES = [
     ("train_ddp", (2, 1, 0.1, 32), {"n_train": 1}, ValueError, "n_train"),
     ("train_ddp", (2, 1, 0.1, 32), {"root": 3}, TypeError, "root"),
     ("train_ddp", (2, 1, 0.1, 32), {"net": "resnet"}, TypeError, "net"),
+    # fast
+    ("auto_precision", (3,), {}, TypeError, "device"),
+    ("train_fast", (tiny_net, batches, batches, 1, 0.1), {"batch_size": 0}, ValueError,
+     "batch_size"),
+    ("train_fast", (tiny_net, batches, batches, 1, 0.1), {"momentum": 1}, ValueError,
+     "momentum"),
+    ("train_fast", (tiny_net, batches, batches, 1, 0.1), {"on_device": "yes"}, TypeError,
+     "on_device"),
+    ("train_fast", (tiny_net, batches, batches, 1, 0.1), {"precision": "fp8"}, ValueError,
+     "precision"),
+    ("train_fast", (tiny_net, batches, batches, 1, 0.1), {"compile": 1}, TypeError, "compile"),
+    ("train_fast", (tiny_net, batches, batches, 1, 0.1), {"device": 3}, TypeError, "device"),
 ]  # fmt: skip
 
 

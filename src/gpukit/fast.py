@@ -1,0 +1,213 @@
+"""Fast training on one device: the recipe of the page of that name, in one function.
+
+:func:`train_fast` takes :func:`gpukit.training.train_ch6`'s arguments, trains in the same
+epoch loop (``gpukit.training._train_epochs``) and returns the same
+:class:`~gpukit.training.TrainResult`, with a switch for each step of the recipe.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from gpukit._checks import check_choice, check_int
+from gpukit.devices import try_gpu
+from gpukit.metrics import evaluate_accuracy_gpu
+from gpukit.models import init_weights
+from gpukit.timing import Timer, format_seconds
+from gpukit.training import (
+    Batches,
+    TrainResult,
+    _autocast,
+    _batch_size,
+    _check_batches,
+    _check_common,
+    _result,
+    _train_epochs,
+)
+
+__all__ = ["auto_precision", "train_fast"]
+
+_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def auto_precision(device: torch.device | str | None = None) -> str:
+    """The precision ``train_fast(precision="auto")`` picks: the fastest one ``device`` has.
+
+    ``"bf16"`` on a GPU with native bf16 (Ampere and later) and on a CPU whose bf16
+    instructions (AVX512-BF16, AMX) PyTorch uses; ``"fp16"`` on an older GPU; ``"fp32"`` on
+    other CPUs, which emulate bf16 more slowly than they compute fp32.
+
+    Example:
+        >>> auto_precision("cpu") in ("bf16", "fp32")
+        True
+    """
+    if device is not None and not isinstance(device, str | torch.device):
+        raise TypeError(f"device must be None, a str or a torch.device, got {device!r}")
+    device = torch.device(try_gpu() if device is None else device)
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp16"
+    flags = torch.cpu.get_capabilities()
+    native = flags.get("avx512_bf16") or flags.get("amx_bf16")
+    # ATEN_CPU_CAPABILITY=avx2 (or an AVX2 CPU) keeps PyTorch's kernels off AVX-512.
+    return "bf16" if native and torch.backends.cpu.get_cpu_capability() == "AVX512" else "fp32"
+
+
+def _read_once(batches: Batches, limit: int | None = None) -> list[tuple[torch.Tensor, ...]]:
+    """The first ``limit`` minibatches (all: None), leaving a DataLoader's shuffle as it was."""
+    generator = getattr(batches, "generator", None)
+    state = generator.get_state() if generator is not None else None
+    pairs = [tuple(pair) for pair in itertools.islice(batches, limit)]
+    if generator is not None:
+        generator.set_state(state)
+    return pairs
+
+
+class _OnDevice:
+    """The examples of ``batches`` in one tensor on ``device`` (``uint8`` if lossless), read
+    as shuffled minibatches of ``batch_size`` by index; the rest of an epoch is left out, so
+    a compiled model sees one shape only."""
+
+    def __init__(self, batches: Batches, batch_size: int, device: torch.device, seed: int):
+        pairs = _read_once(batches)
+        X, y = torch.cat([X for X, _ in pairs]), torch.cat([y for _, y in pairs])
+        as_bytes = (X * 255).round()
+        self.scale = 255.0 if torch.equal(as_bytes / 255, X) else 1.0
+        self.X = (as_bytes.to(torch.uint8) if self.scale == 255 else X).to(device)
+        self.y, self.batch_size = y.to(device), min(batch_size, len(y))
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __len__(self) -> int:
+        return len(self.y) // self.batch_size
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        order = torch.randperm(len(self.y), generator=self.generator).to(self.y.device)
+        for i in range(len(self)):
+            idx = order[i * self.batch_size : (i + 1) * self.batch_size]
+            yield self.X[idx].float() / self.scale, self.y[idx]
+
+
+def _warm_up(
+    model: nn.Module, net: nn.Module, X: torch.Tensor, y: torch.Tensor, dtype: torch.dtype | None
+) -> float:
+    """Compile forward and backward on one minibatch; the weights and buffers stay as they are."""
+    buffers = [b.clone() for b in net.buffers()]  # batch norm's running averages
+    timer = Timer()
+    with _autocast(X.device, dtype):
+        loss = nn.functional.cross_entropy(model(X), y)
+    loss.backward()
+    seconds = timer.stop()
+    net.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for b, saved in zip(net.buffers(), buffers, strict=True):
+            b.copy_(saved)
+    return seconds
+
+
+def train_fast(
+    net: nn.Module,
+    train_iter: Batches,
+    test_iter: Batches,
+    num_epochs: int,
+    lr: float,
+    device: torch.device | str | None = None,
+    *,
+    init: str | None = "xavier",
+    seed: int = 0,
+    schedule: str = "warmup-cosine",
+    plot: bool = True,
+    verbose: bool = True,
+    batch_size: int | None = None,
+    momentum: float = 0.9,
+    metrics_on_device: bool = True,
+    on_device: bool = True,
+    channels_last: bool = True,
+    precision: str = "auto",
+    compile: bool | str | None = None,
+) -> TrainResult:
+    """Train ``net`` like :func:`gpukit.training.train_ch6`, with the switches of the recipe.
+
+    The defaults are the recipe; every switch off (``momentum=0``, ``schedule="constant"``,
+    ``metrics_on_device=False``, ``on_device=False``, ``channels_last=False``,
+    ``precision="fp32"``, ``compile=False``) is D2L's loop. The test accuracy is computed in
+    fp32 by the uncompiled ``net``, with the test set copied to ``device`` once.
+
+    Args:
+        net, train_iter, test_iter, num_epochs, lr, device, init, seed, plot, verbose:
+            as for :func:`gpukit.training.train_ch6`; ``lr`` is the peak learning rate.
+        schedule: ``"warmup-cosine"`` (:func:`gpukit.training.lr_factor`) or ``"constant"``.
+        batch_size: examples per step when ``on_device``; ``None``: ``train_iter``'s.
+        momentum: SGD's momentum (Nesterov's when > 0); 0 is plain SGD.
+        metrics_on_device: ``False`` reads the metrics at every step, as D2L's loop does.
+        on_device: hold the training set on ``device`` as one tensor and draw minibatches
+            by index instead of reading ``train_iter`` at every epoch.
+        channels_last: store the weights channels-last (NHWC), the layout convolution
+            kernels and tensor cores read best; the convolutions then convert the images.
+        precision: ``"fp32"``, ``"bf16"``, ``"fp16"`` (with a gradient scaler) or
+            ``"auto"`` (:func:`auto_precision`): ``torch.autocast`` for forward and loss.
+        compile: ``torch.compile`` the model before the first epoch (timed apart, in
+            ``compile_seconds``): ``True``, a mode such as ``"reduce-overhead"`` (CUDA
+            graphs), ``False``, or ``None``: on a GPU only.
+
+    Example:
+        >>> from gpukit.models import lenet
+        >>> X, y = torch.rand(64, 1, 28, 28), torch.arange(64) % 10
+        >>> r = train_fast(lenet(), [(X, y)], [(X, y)], 2, 0.1, "cpu", batch_size=32,
+        ...                plot=False)  # doctest: +ELLIPSIS
+        test acc ..., ... sec/epoch on [cpu] (data on the device, channels-last, ...)
+        64 training / 64 test images, batch 32, lr 0.1 (warm-up + cosine decay), 2 epochs
+        >>> if torch.cuda.is_available():
+        ...     r = train_fast(lenet(), [(X, y)], [(X, y)], 1, 0.1, "cuda:0", verbose=False)
+    """
+    _check_common(net, num_epochs, lr, init, seed, schedule)
+    _check_batches(train_iter, "train_iter")
+    _check_batches(test_iter, "test_iter")
+    if batch_size is not None:
+        check_int(batch_size, "batch_size")
+    if isinstance(momentum, bool) or not isinstance(momentum, int | float):
+        raise TypeError(f"momentum must be a number, got {type(momentum).__name__}")
+    if not 0 <= momentum < 1:
+        raise ValueError(f"momentum must be >= 0 and < 1, got {momentum}")
+    flags = {"metrics_on_device": metrics_on_device, "on_device": on_device}
+    for name, flag in {**flags, "channels_last": channels_last}.items():
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
+    check_choice(precision, "precision", ["auto", *_DTYPES])
+    if compile is not None and not isinstance(compile, bool | str):
+        raise TypeError(f"compile must be None, a bool or a mode name, got {compile!r}")
+    if device is not None and not isinstance(device, str | torch.device):
+        raise TypeError(f"device must be None, a str or a torch.device, got {device!r}")
+    device = torch.device(try_gpu() if device is None else device)
+    precision = auto_precision(device) if precision == "auto" else precision
+
+    torch.manual_seed(seed)
+    if init is not None:
+        init_weights(net, init, seed=seed)
+    net.to(device, memory_format=torch.channels_last if channels_last else torch.preserve_format)
+    batches: Batches = train_iter
+    if on_device:
+        batches = _OnDevice(train_iter, batch_size or _batch_size(train_iter), device, seed)
+    test = [(X.to(device), y.to(device)) for X, y in _read_once(test_iter)]
+    notes = ["data on the device"] * on_device + ["channels-last"] * channels_last + [precision]
+    model, compile_seconds = net, 0.0
+    if compile or (compile is None and device.type == "cuda"):
+        model = torch.compile(net, mode=None if compile in (None, True) else compile)
+        X, y = _read_once(batches, 1)[0]
+        compile_seconds = _warm_up(model, net, X.to(device), y.to(device), _DTYPES[precision])
+        notes.append(f"compiled in {format_seconds(compile_seconds)}")
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0)
+    history, n_train = _train_epochs(
+        model, batches, num_epochs, lr, device, schedule,
+        lambda: evaluate_accuracy_gpu(net, test, device), plot=plot, optimizer=optimizer,
+        autocast=_DTYPES[precision], sync_every_step=not metrics_on_device,
+    )  # fmt: skip
+    size = batches.batch_size if on_device else _batch_size(train_iter)  # type: ignore[union-attr]
+    result = _result(history, [str(device)], n_train, sum(len(y) for _, y in test), size, lr,
+                     ", ".join(notes), schedule)  # fmt: skip
+    result.compile_seconds = compile_seconds
+    if verbose:
+        print(result.summary())
+    return result

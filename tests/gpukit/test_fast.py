@@ -1,0 +1,96 @@
+"""Tests of gpukit.fast: train_fast's switches, each against D2L's loop in train_ch6."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from gpukit.fast import auto_precision, train_fast
+from gpukit.models import lenet
+from gpukit.training import TrainResult, train_ch6
+
+D2L_LOOP = {
+    "momentum": 0,
+    "schedule": "constant",
+    "metrics_on_device": False,
+    "on_device": False,
+    "channels_last": False,
+    "precision": "fp32",
+    "compile": False,
+}
+
+
+def _toy_batches(n: int = 40, batch: int = 8, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    # Multiples of 1/255, like Fashion-MNIST's pixels: held on the device as uint8.
+    X = torch.randint(0, 256, (n, 1, 28, 28), generator=g).float() / 255
+    y = torch.arange(n) % 10
+    return [(X[i : i + batch], y[i : i + batch]) for i in range(0, n, batch)]
+
+
+def _numbers(result: TrainResult) -> list[float]:
+    """Everything a run computes except the times, epoch after epoch."""
+    return [x for s in result.history for x in (s.train_loss, s.train_acc, s.test_acc)]
+
+
+def _run(net: nn.Module, **switches: object) -> TrainResult:
+    data = _toy_batches()
+    return train_fast(net, data, data[:2], 2, 0.1, "cpu", plot=False, verbose=False, **switches)
+
+
+def test_every_switch_off_is_train_ch6():
+    data = _toy_batches()
+    d2l = train_ch6(lenet(), data, data[:2], 2, 0.1, "cpu", plot=False, verbose=False)
+    assert _numbers(_run(lenet(), **D2L_LOOP)) == _numbers(d2l)
+
+
+@pytest.mark.parametrize("switch", ["metrics_on_device", "channels_last"])
+def test_switches_that_change_no_arithmetic_keep_the_numbers(switch):
+    off = _run(lenet(), **D2L_LOOP)
+    on = _run(lenet(), **{**D2L_LOOP, switch: True})
+    assert _numbers(on) == pytest.approx(_numbers(off), rel=1e-4)
+
+
+def test_data_on_the_device_in_full_batches_and_the_loader_left_alone():
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(*map(torch.cat, zip(*_toy_batches(), strict=True))),
+        batch_size=16,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(0),
+    )
+    before = [y.tolist() for _, y in loader]
+    loader.generator.manual_seed(0)
+    result = train_fast(lenet(), loader, _toy_batches(), 2, 0.1, "cpu", plot=False, verbose=False)
+    assert (result.n_train, result.batch_size) == (32, 16)  # 40 examples: 2 full batches of 16
+    loader.generator.manual_seed(0)
+    assert [y.tolist() for _, y in loader] == before
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_reduced_precision_trains(precision):
+    result = _run(lenet(), precision=precision)
+    assert precision in result.note
+    assert torch.isfinite(torch.tensor(_numbers(result))).all()
+
+
+def test_compile_warms_up_without_changing_the_weights(monkeypatch):
+    compiled = []
+
+    def fake_compile(model, mode=None):
+        compiled.append(mode)
+        return model  # the warm-up and the loop run as they would on a compiled model
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    net = nn.Sequential(lenet(), nn.BatchNorm1d(10))
+    plain = _run(nn.Sequential(lenet(), nn.BatchNorm1d(10)), compile=False)
+    warmed = _run(net, compile="reduce-overhead")
+    assert compiled == ["reduce-overhead"] and warmed.compile_seconds > 0
+    assert "compiled in" in warmed.note
+    assert _numbers(warmed) == pytest.approx(_numbers(plain), rel=1e-5)
+
+
+def test_auto_precision_names_a_precision():
+    assert auto_precision("cpu") in ("bf16", "fp32")
+    if torch.cuda.is_available():
+        assert auto_precision("cuda:0") in ("bf16", "fp16")
