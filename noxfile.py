@@ -118,11 +118,11 @@ def doctest(session: nox.Session) -> None:
     session.run("pytest", "--doctest-modules", "src", "-p", "no:cacheprovider")
     for lang in LANGUAGES:
         # The doctests live in docstrings and prose: executing the notebooks adds nothing here,
-        # and unexecuted notebooks do not name their lexer yet.
+        # and unexecuted notebooks neither name their lexer nor hold the values prose glues.
         sphinx_build(
             session, lang, "doctest",
             "-D", "nb_execution_mode=off",
-            "-D", "suppress_warnings=myst-nb.lexer",
+            "-D", "suppress_warnings=myst-nb.lexer,mystnb.glue",
         )  # fmt: skip
 
 

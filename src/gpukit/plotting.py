@@ -115,6 +115,7 @@ def set_axes(
     """Set the labels, limits, scales and legend of matplotlib axes, and draw a grid (D2L).
 
     Example:
+        >>> from matplotlib.figure import Figure
         >>> ax = Figure().subplots()
         >>> set_axes(ax, "epoch", "loss", [1, 3], None, "linear", "log", ["train"])
         >>> ax.get_xlabel(), ax.get_yscale()
