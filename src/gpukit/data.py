@@ -27,7 +27,7 @@ import shutil
 import tempfile
 import urllib.request
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -38,8 +38,7 @@ from torch.utils import data
 
 from gpukit._checks import check_int, check_type
 
-__all__ = ["DataNotFoundError", "find_fashion_mnist", "get_fashion_mnist_labels",
-           "load_data_fashion_mnist"]  # fmt: skip
+__all__ = ["DataNotFoundError", "find_fashion_mnist", "load_data_fashion_mnist"]
 
 ENV_VAR = "GPUKIT_DATA"
 SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -59,8 +58,6 @@ CONTENT_SHA256 = {
     "t10k-images-idx3-ubyte.gz": "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
     "t10k-labels-idx1-ubyte.gz": "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
 }
-TEXT_LABELS = ("t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker",
-               "bag", "ankle boot")  # fmt: skip
 _HOW_TO_GET = (
     "Get the data with `sudo apt install dataset-fashion-mnist` (Debian/Ubuntu), or put the "
     "four files in a folder and set GPUKIT_DATA to it (or pass root=...). The files are at "
@@ -178,7 +175,7 @@ def _decode(folder: Path, split: str, stamp: tuple) -> tuple[np.ndarray, np.ndar
         raise ValueError(
             f"{images_path}: {len(images)} images, {labels_path}: {len(labels)} labels"
         )
-    if labels.size and labels.max() >= len(TEXT_LABELS):
+    if labels.size and labels.max() >= 10:
         raise ValueError(f"{labels_path}: label {labels.max()} out of range 0..9")
     return images, labels
 
@@ -260,20 +257,3 @@ def load_data_fashion_mnist(
             collate_fn=None if resize is None else functools.partial(_resized, size=tuple(size)),
         ))  # fmt: skip
     return loaders[0], loaders[1]
-
-
-def get_fashion_mnist_labels(labels: Iterable[int] | torch.Tensor) -> list[str]:
-    """Return the text labels of Fashion-MNIST classes (D2L's function).
-
-    Example:
-        >>> get_fashion_mnist_labels(torch.tensor([0, 9, 5]))
-        ['t-shirt', 'ankle boot', 'sandal']
-    """
-    if isinstance(labels, torch.Tensor | np.ndarray):
-        labels = labels.reshape(-1).tolist()
-    if isinstance(labels, str) or not isinstance(labels, Iterable):
-        raise TypeError(f"labels must be ints 0..9 or a tensor, got {type(labels).__name__}")
-    labels = list(labels)
-    if not all(isinstance(i, int | np.integer) and i in range(10) for i in labels):
-        raise ValueError(f"labels must hold ints 0..9, got {labels}")
-    return [TEXT_LABELS[i] for i in labels]

@@ -14,18 +14,17 @@ import torch
 from torch import nn
 
 from gpukit._checks import check_choice, check_int
-from gpukit.devices import try_gpu
+from gpukit.devices import existing_device, try_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
-from gpukit.models import init_weights
 from gpukit.timing import Timer, format_seconds
 from gpukit.training import (
     Batches,
     TrainResult,
     _autocast,
     _batch_size,
-    _check_batches,
-    _check_common,
-    _result,
+    _check,
+    _finish,
+    _init,
     _train_epochs,
 )
 
@@ -45,9 +44,7 @@ def auto_precision(device: torch.device | str | None = None) -> str:
         >>> auto_precision("cpu") in ("bf16", "fp32")
         True
     """
-    if device is not None and not isinstance(device, str | torch.device):
-        raise TypeError(f"device must be None, a str or a torch.device, got {device!r}")
-    device = torch.device(try_gpu() if device is None else device)
+    device = try_gpu() if device is None else existing_device(device)
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp16"
     flags = torch.cpu.get_capabilities()
@@ -162,9 +159,7 @@ def train_fast(
         >>> if torch.cuda.is_available():
         ...     r = train_fast(lenet(), [(X, y)], [(X, y)], 1, 0.1, "cuda:0", verbose=False)
     """
-    _check_common(net, num_epochs, lr, init, seed, schedule)
-    _check_batches(train_iter, "train_iter")
-    _check_batches(test_iter, "test_iter")
+    _check(net, num_epochs, lr, init, seed, schedule, train_iter=train_iter, test_iter=test_iter)
     if batch_size is not None:
         check_int(batch_size, "batch_size")
     if isinstance(momentum, bool) or not isinstance(momentum, int | float):
@@ -178,14 +173,9 @@ def train_fast(
     check_choice(precision, "precision", ["auto", *_DTYPES])
     if compile is not None and not isinstance(compile, bool | str):
         raise TypeError(f"compile must be None, a bool or a mode name, got {compile!r}")
-    if device is not None and not isinstance(device, str | torch.device):
-        raise TypeError(f"device must be None, a str or a torch.device, got {device!r}")
-    device = torch.device(try_gpu() if device is None else device)
+    device = try_gpu() if device is None else existing_device(device)
     precision = auto_precision(device) if precision == "auto" else precision
-
-    torch.manual_seed(seed)
-    if init is not None:
-        init_weights(net, init, seed=seed)
+    _init(net, init, seed)
     net.to(device, memory_format=torch.channels_last if channels_last else torch.preserve_format)
     batches: Batches = train_iter
     if on_device:
@@ -205,9 +195,5 @@ def train_fast(
         autocast=_DTYPES[precision], sync_every_step=not metrics_on_device,
     )  # fmt: skip
     size = batches.batch_size if on_device else _batch_size(train_iter)  # type: ignore[union-attr]
-    result = _result(history, [str(device)], n_train, sum(len(y) for _, y in test), size, lr,
-                     ", ".join(notes), schedule)  # fmt: skip
-    result.compile_seconds = compile_seconds
-    if verbose:
-        print(result.summary())
-    return result
+    return _finish(history, [str(device)], n_train, test, size, lr, schedule, ", ".join(notes),
+                   verbose, compile_seconds=compile_seconds)  # fmt: skip

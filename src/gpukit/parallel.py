@@ -141,6 +141,19 @@ def choose_backend(world_size: int) -> str:
     return _backend(check_int(world_size, "world_size"))
 
 
+def _check_backend(backend: object, world_size: int) -> str:
+    """``backend``, or for ``None`` the one :func:`choose_backend` picks, if it can run."""
+    if backend is None:
+        return _backend(world_size)
+    check_choice(backend, "backend", ("nccl", "gloo"))
+    if backend == "nccl" and torch.cuda.device_count() < world_size:
+        raise ValueError(
+            f"backend 'nccl' needs one GPU per rank: world_size is {world_size}, "
+            f"this machine has {torch.cuda.device_count()} GPU(s); use 'gloo' or None"
+        )
+    return backend  # type: ignore[return-value]
+
+
 def rank_device() -> torch.device:
     """The device of this process in a process group: its GPU under NCCL, else the CPU.
 
@@ -234,15 +247,19 @@ def launch(
             "not in a notebook or inside another function"
         )
     check_int(world_size, "world_size")
-    if backend is None:
-        backend = _backend(world_size)
-    check_choice(backend, "backend", ("nccl", "gloo"))
-    if backend == "nccl" and torch.cuda.device_count() < world_size:
-        raise ValueError(
-            f"backend 'nccl' needs one GPU per rank: world_size is {world_size}, "
-            f"this machine has {torch.cuda.device_count()} GPU(s); use 'gloo' or None"
-        )
+    backend = _check_backend(backend, world_size)
     check_number(timeout_s, "timeout_s")
+    return _launch(worker, world_size, args, backend, timeout_s)
+
+
+def _launch(
+    worker: Callable[..., Any],
+    world_size: int,
+    args: tuple[Any, ...],
+    backend: str,
+    timeout_s: float = 600.0,
+) -> list[Any]:
+    """:func:`launch` with its arguments already checked."""
     with tempfile.TemporaryDirectory(prefix="gpukit-launch-") as result_dir:
         out = Path(result_dir)
         job = (world_size, worker, args, backend, _free_port(), timeout_s, out)

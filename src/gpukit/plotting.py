@@ -1,4 +1,4 @@
-"""Plots in executed pages: D2L's ``Animator``, ``set_axes``, ``set_figsize``, ``use_svg_display``.
+"""Plots in executed pages: D2L's ``Animator``.
 
 D2L's ``Animator`` redraws with pyplot after every point and calls ``clear_output`` before the
 next one, which in an executed page wipes everything else the cell printed. The
@@ -21,9 +21,9 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from gpukit._checks import check_choice, check_int, check_type
+from gpukit._checks import check_choice, check_int
 
-__all__ = ["Animator", "set_axes", "set_figsize", "use_svg_display"]
+__all__ = ["Animator"]
 
 # Fixed, so that the ids matplotlib derives from it (clip paths, markers) are the same in every
 # run: otherwise every re-execution changes every figure of the site.
@@ -57,104 +57,6 @@ def _pair(value: object, name: str, *, positive: bool = False) -> tuple[float, f
     if positive and not all(v > 0 for v in value):
         raise ValueError(f"{accepted}, got {value!r}")
     return float(value[0]), float(value[1])
-
-
-_Lim = tuple[float, float] | None
-
-
-def _check_axes(
-    xlim: object, ylim: object, xscale: object, yscale: object, legend: object
-) -> tuple[_Lim, _Lim, str, str, list[str]]:
-    """The checked arguments of :func:`set_axes`, with the limits as pairs of floats."""
-    check_choice(xscale, "xscale", _SCALES)
-    check_choice(yscale, "yscale", _SCALES)
-    if legend is not None and (
-        isinstance(legend, str)
-        or not isinstance(legend, Sequence)
-        or not all(isinstance(s, str) for s in legend)
-    ):
-        raise TypeError(f"legend must be None or a sequence of str, got {legend!r}")
-    return _pair(xlim, "xlim"), _pair(ylim, "ylim"), xscale, yscale, list(legend or [])
-
-
-def _set_axes(
-    axes: Axes,
-    xlabel: str | None,
-    ylabel: str | None,
-    xlim: _Lim,
-    ylim: _Lim,
-    xscale: str,
-    yscale: str,
-    legend: list[str],
-) -> None:
-    if xlabel is not None:
-        axes.set_xlabel(xlabel)
-    if ylabel is not None:
-        axes.set_ylabel(ylabel)
-    axes.set_xscale(xscale)
-    axes.set_yscale(yscale)
-    if xlim is not None:
-        axes.set_xlim(xlim)
-    if ylim is not None:
-        axes.set_ylim(ylim)
-    if legend:
-        axes.legend(legend)
-    axes.grid()
-
-
-def set_axes(
-    axes: Axes,
-    xlabel: str | None,
-    ylabel: str | None,
-    xlim: Sequence[float] | None,
-    ylim: Sequence[float] | None,
-    xscale: str,
-    yscale: str,
-    legend: Sequence[str] | None,
-) -> None:
-    """Set the labels, limits, scales and legend of matplotlib axes, and draw a grid (D2L).
-
-    Example:
-        >>> from matplotlib.figure import Figure
-        >>> ax = Figure().subplots()
-        >>> set_axes(ax, "epoch", "loss", [1, 3], None, "linear", "log", ["train"])
-        >>> ax.get_xlabel(), ax.get_yscale()
-        ('epoch', 'log')
-    """
-    check_type(axes, "axes", Axes, "matplotlib Axes")
-    xlim, ylim, xscale, yscale, legend = _check_axes(xlim, ylim, xscale, yscale, legend)
-    _set_axes(axes, xlabel, ylabel, xlim, ylim, xscale, yscale, legend)
-
-
-def use_svg_display() -> None:
-    """Make pyplot figures on a page SVG with real text, stable ids and a white background.
-
-    In a Jupyter kernel this switches the inline backend to SVG (as D2L's function does);
-    anywhere it sets the matplotlib settings that :class:`Animator` uses for its own figures.
-
-    Example:
-        >>> use_svg_display()
-        >>> matplotlib.rcParams["svg.fonttype"]
-        'none'
-    """
-    matplotlib.rcParams.update({**_SVG_RC, "figure.facecolor": "white"})
-    if _kernel_display() is not None:  # a Jupyter kernel, which has matplotlib_inline
-        from matplotlib_inline.backend_inline import set_matplotlib_formats
-
-        set_matplotlib_formats("svg", metadata={"Date": None})
-
-
-def set_figsize(figsize: Sequence[float] = (3.5, 2.5)) -> None:
-    """Use SVG display and set the default size of new pyplot figures, in inches (D2L).
-
-    Example:
-        >>> set_figsize((4, 3))
-        >>> matplotlib.rcParams["figure.figsize"]
-        [4.0, 3.0]
-    """
-    size = _pair(figsize, "figsize", positive=True)
-    use_svg_display()
-    matplotlib.rcParams["figure.figsize"] = list(size)
 
 
 def _round_numbers(text: str) -> str:
@@ -237,7 +139,13 @@ class Animator:
         ncols: int = 1,
         figsize: Sequence[float] = (3.5, 2.5),
     ) -> None:
-        self._axes_args = (xlabel, ylabel, *_check_axes(xlim, ylim, xscale, yscale, legend))
+        check_choice(xscale, "xscale", _SCALES)
+        check_choice(yscale, "yscale", _SCALES)
+        if legend is not None and (isinstance(legend, str) or not isinstance(legend, Sequence)
+                                   or not all(isinstance(s, str) for s in legend)):  # fmt: skip
+            raise TypeError(f"legend must be None or a sequence of str, got {legend!r}")
+        limits = _pair(xlim, "xlim"), _pair(ylim, "ylim")
+        self._axes_args = (xlabel, ylabel, *limits, xscale, yscale, list(legend or []))
         if isinstance(fmts, str) or not isinstance(fmts, Sequence) or not fmts:
             raise TypeError(f"fmts must be a non-empty sequence of format strings, got {fmts!r}")
         check_int(nrows, "nrows")
@@ -279,7 +187,15 @@ class Animator:
         ax.cla()
         for xs_i, ys_i, fmt in zip(self.X, self.Y, self.fmts, strict=False):
             ax.plot(xs_i, ys_i, fmt)
-        _set_axes(ax, *self._axes_args)
+        xlabel, ylabel, xlim, ylim, xscale, yscale, legend = self._axes_args  # D2L's set_axes
+        ax.set(xlabel=xlabel or "", ylabel=ylabel or "", xscale=xscale, yscale=yscale)
+        if xlim is not None:
+            ax.set_xlim(xlim)
+        if ylim is not None:
+            ax.set_ylim(ylim)
+        if legend:
+            ax.legend(legend)
+        ax.grid()
         if (display := _kernel_display()) is not None:
             from IPython.display import SVG
 

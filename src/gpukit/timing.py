@@ -13,7 +13,6 @@ points, idle gaps included. Every time gpukit prints looks like ``0.1234 sec``.
 
 from __future__ import annotations
 
-import itertools
 import statistics
 import time
 from types import TracebackType
@@ -99,19 +98,15 @@ class Timer:
         return statistics.fmean(self.times)
 
     def sum(self) -> float:
-        """Return the sum of the recorded times."""
-        return sum(self.times)
-
-    def cumsum(self) -> list[float]:
-        """Return the running totals of the recorded times.
+        """Return the sum of the recorded times.
 
         Example:
             >>> timer = Timer()
             >>> timer.times = [1.0, 2.0, 6.0]
-            >>> timer.avg(), timer.sum(), timer.cumsum()
-            (3.0, 9.0, [1.0, 3.0, 9.0])
+            >>> timer.avg(), timer.sum()
+            (3.0, 9.0)
         """
-        return list(itertools.accumulate(self.times))
+        return sum(self.times)
 
 
 class Benchmark:

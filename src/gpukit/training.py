@@ -30,10 +30,10 @@ from torch import nn
 
 from gpukit._checks import check_choice, check_int
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
-from gpukit.devices import try_all_gpus, try_gpu
+from gpukit.devices import existing_device, try_all_gpus, try_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.models import init_weights, resnet18
-from gpukit.parallel import choose_backend, launch, rank_device
+from gpukit.parallel import _check_backend, _launch, rank_device
 from gpukit.plotting import Animator
 from gpukit.timing import Timer, format_seconds
 
@@ -219,9 +219,16 @@ def _check_lr(lr: object) -> float:
     return float(lr)
 
 
-def _check_common(
-    net: object, num_epochs: object, lr: object, init: object, seed: object, schedule: object
+def _check(
+    net: object,
+    num_epochs: object,
+    lr: object,
+    init: object,
+    seed: object,
+    schedule: object,
+    **batches: object,
 ) -> None:
+    """The checks of the arguments that the entry points share; ``batches``: name -> value."""
     if not isinstance(net, nn.Module):
         raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
     check_int(num_epochs, "num_epochs")
@@ -232,26 +239,23 @@ def _check_common(
         )
     check_int(seed, "seed", None)
     _check_schedule(schedule)
+    for name, data_iter in batches.items():
+        if not isinstance(data_iter, Iterable) or isinstance(data_iter, torch.Tensor):
+            raise TypeError(f"{name} must be an iterable of (X, y) minibatches, e.g. a DataLoader")
+        # Not iter(data_iter) is data_iter: a DataLoader's iter() draws from its shuffling
+        # generator, and the check would change the batches of the run it checks.
+        if isinstance(data_iter, Iterator):
+            raise TypeError(
+                f"{name} is read once per epoch, so it must be a DataLoader or a list of (X, y) "
+                "minibatches, not a one-shot iterator or generator"
+            )
 
 
-def _check_batches(data_iter: object, name: str) -> None:
-    if not isinstance(data_iter, Iterable) or isinstance(data_iter, torch.Tensor):
-        raise TypeError(f"{name} must be an iterable of (X, y) minibatches, e.g. a DataLoader")
-    # Not iter(data_iter) is data_iter: a DataLoader's iter() draws from its shuffling
-    # generator, and the check would change the batches of the run it checks.
-    if isinstance(data_iter, Iterator):
-        raise TypeError(
-            f"{name} is read once per epoch, so it must be a DataLoader or a list of (X, y) "
-            "minibatches, not a one-shot iterator or generator"
-        )
-
-
-def _dataset_size(data_iter: Batches) -> int | None:
-    dataset = getattr(data_iter, "dataset", None)
-    try:
-        return len(dataset) if dataset is not None else None
-    except TypeError:
-        return None
+def _init(net: nn.Module, init: str | None, seed: int) -> None:
+    """Seed torch's global generator and re-initialise ``net`` from ``seed`` (``None``: keep)."""
+    torch.manual_seed(seed)
+    if init is not None:
+        init_weights(net, init, seed=seed)
 
 
 # --------------------------------------------------------------------------- one process
@@ -343,33 +347,30 @@ def _autocast(
     return torch.autocast(device.type, dtype)
 
 
-def _test_size(test_iter: Batches) -> int:
-    return _dataset_size(test_iter) or sum(len(y) for _, y in test_iter)
-
-
-def _result(
+def _finish(
     history: list[EpochStats],
     devices: list[str],
     n_train: int,
-    n_test: int,
+    test_iter: Batches,
     batch_size: int,
     lr: float,
+    schedule: str,
     note: str = "",
-    schedule: str = "constant",
+    verbose: bool = True,
+    n_test: int | None = None,
+    compile_seconds: float = 0.0,
 ) -> TrainResult:
-    return TrainResult(
-        test_acc=history[-1].test_acc,
-        sec_per_epoch=sum(s.seconds for s in history) / len(history),
-        devices=devices,
-        epochs=len(history),
-        n_train=n_train,
-        n_test=n_test,
-        batch_size=batch_size,
-        lr=lr,
-        history=history,
-        note=note,
-        schedule=schedule,
-    )
+    """The :class:`TrainResult` of a finished run, printed with ``verbose``."""
+    if n_test is None:
+        dataset = getattr(test_iter, "dataset", None)
+        n_test = len(dataset) if dataset is not None else sum(len(y) for _, y in test_iter)
+    result = TrainResult(
+        history[-1].test_acc, sum(s.seconds for s in history) / len(history), devices,
+        len(history), n_train, n_test, batch_size, lr, history, note, schedule, compile_seconds,
+    )  # fmt: skip
+    if verbose:
+        print(result.summary())
+    return result
 
 
 def _xlim(num_epochs: int) -> list[float]:
@@ -437,31 +438,16 @@ def train_ch6(
         >>> if torch.cuda.is_available():
         ...     r = train_ch6(lenet(), [(X, y)], [(X, y)], 1, 0.1, "cuda:0", verbose=False)
     """
-    _check_common(net, num_epochs, lr, init, seed, schedule)
-    _check_batches(train_iter, "train_iter")
-    _check_batches(test_iter, "test_iter")
-    if device is None:
-        device = try_gpu()
-    if not isinstance(device, str | torch.device):
-        raise TypeError(
-            f"device must be None, a str or a torch.device, got {type(device).__name__}"
-        )
-    device = torch.device(device)
-    torch.manual_seed(seed)
-    if init is not None:
-        init_weights(net, init, seed=seed)
+    _check(net, num_epochs, lr, init, seed, schedule, train_iter=train_iter, test_iter=test_iter)
+    device = try_gpu() if device is None else existing_device(device)
+    _init(net, init, seed)
     net.to(device)
     history, n_train = _train_epochs(
         net, train_iter, num_epochs, lr, device, schedule,
         lambda: evaluate_accuracy_gpu(net, test_iter, device), plot=plot,
     )  # fmt: skip
-    n_test = _test_size(test_iter)
-    result = _result(
-        history, [str(device)], n_train, n_test, _batch_size(train_iter), lr, "", schedule
-    )
-    if verbose:
-        print(result.summary())
-    return result
+    return _finish(history, [str(device)], n_train, test_iter, _batch_size(train_iter), lr,
+                   schedule, verbose=verbose)  # fmt: skip
 
 
 def train_data_parallel(
@@ -513,9 +499,7 @@ def train_data_parallel(
         ...     r = train_data_parallel(lenet(), [(X, y)], [(X, y)], 1, 0.1, ["cuda:0", "cuda:1"],
         ...                             plot=False, verbose=False)
     """
-    _check_common(net, num_epochs, lr, init, seed, schedule)
-    _check_batches(train_iter, "train_iter")
-    _check_batches(test_iter, "test_iter")
+    _check(net, num_epochs, lr, init, seed, schedule, train_iter=train_iter, test_iter=test_iter)
     if devices is None:
         devices = try_all_gpus()
     if isinstance(devices, str | torch.device) or not isinstance(devices, Sequence) or not devices:
@@ -533,9 +517,7 @@ def train_data_parallel(
             f"devices {[str(d) for d in devs]} name a GPU this machine does not have "
             f"({torch.cuda.device_count()} GPU(s))"
         )
-    torch.manual_seed(seed)
-    if init is not None:
-        init_weights(net, init, seed=seed)
+    _init(net, init, seed)
     model: nn.Module
     if gpus:
         net.to(gpus[0])
@@ -552,20 +534,8 @@ def train_data_parallel(
         model, train_iter, num_epochs, lr, used[0], schedule,
         lambda: evaluate_accuracy_gpu(model, test_iter, used[0]), plot=plot,
     )  # fmt: skip
-    n_test = _test_size(test_iter)
-    result = _result(
-        history,
-        [str(d) for d in used],
-        n_train,
-        n_test,
-        _batch_size(train_iter),
-        lr,
-        note,
-        schedule,
-    )
-    if verbose:
-        print(result.summary())
-    return result
+    return _finish(history, [str(d) for d in used], n_train, test_iter, _batch_size(train_iter),
+                   lr, schedule, note, verbose)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- DDP processes
@@ -695,7 +665,7 @@ def train_ddp(
     """
     if net is None:
         net = resnet18(10)
-    _check_common(net, num_epochs, lr, init, seed, schedule)
+    _check(net, num_epochs, lr, init, seed, schedule)
     check_int(world_size, "world_size")
     check_int(batch_size, "batch_size")
     if batch_size % world_size:
@@ -705,6 +675,7 @@ def train_ddp(
     for name, value in (("n_train", n_train), ("n_test", n_test)):
         if value is not None:
             check_int(value, name)
+    backend = _check_backend(backend, world_size)
     if n_train is not None and n_train < world_size:
         raise ValueError(f"n_train must be >= world_size ({world_size}), got {n_train}")
     if root is not None and not isinstance(root, str | Path):
@@ -730,9 +701,7 @@ def train_ddp(
         "seed": seed,
         "schedule": schedule,
     }
-    if backend is None:
-        backend = choose_backend(world_size)
-    out = launch(_ddp_worker, world_size, config, backend=backend)[0]
+    out = _launch(_ddp_worker, world_size, (config,), backend)[0]
     net.load_state_dict(out["state_dict"])
     history: list[EpochStats] = out["history"]
     if backend == "nccl":
@@ -741,13 +710,9 @@ def train_ddp(
         devices = ["cpu"] * world_size
     processes = "process" if world_size == 1 else "processes"
     note = f"DistributedDataParallel, {world_size} {backend} {processes}"
-    result = _result(
-        history, devices, out["n_train"], out["n_test"], batch_size, float(lr), note, schedule
-    )
     if plot:
         animator = Animator(xlabel="epoch", xlim=_xlim(num_epochs), legend=LEGEND)
         for s in history:
             animator.add(s.epoch, (s.train_loss, s.train_acc, s.test_acc))
-    if verbose:
-        print(result.summary())
-    return result
+    return _finish(history, devices, out["n_train"], None, batch_size, float(lr), schedule, note,
+                   verbose, n_test=out["n_test"])  # fmt: skip

@@ -15,7 +15,6 @@ import gpukit.data as gd
 from gpukit.data import (
     DataNotFoundError,
     find_fashion_mnist,
-    get_fashion_mnist_labels,
     load_data_fashion_mnist,
 )
 
@@ -398,31 +397,6 @@ def test_loader_argument_errors(fake_fashion_mnist, kwargs, error, pattern):
 def test_loader_without_data_raises_the_search_error():
     with pytest.raises(DataNotFoundError, match="dataset-fashion-mnist"):
         load_data_fashion_mnist(4)
-
-
-# ---------------------------------------------------------------- text labels
-
-
-def test_text_labels():
-    assert get_fashion_mnist_labels([0, 1, 9]) == ["t-shirt", "trouser", "ankle boot"]
-    assert get_fashion_mnist_labels(torch.tensor([[5], [8]])) == ["sandal", "bag"]
-    assert get_fashion_mnist_labels(np.array([2, 3], np.uint8)) == ["pullover", "dress"]
-    assert get_fashion_mnist_labels([]) == []
-
-
-@pytest.mark.parametrize(
-    ("labels", "error"),
-    [
-        ([10], ValueError),
-        ([-1], ValueError),
-        ([1.0], ValueError),
-        ("12", TypeError),
-        (3, TypeError),
-    ],
-)
-def test_text_label_errors(labels, error):
-    with pytest.raises(error, match="labels must"):
-        get_fashion_mnist_labels(labels)
 
 
 # ---------------------------------------------------------------- the real files

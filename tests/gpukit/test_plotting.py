@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import gpukit.plotting as gp
-from gpukit.plotting import Animator, set_axes, set_figsize, use_svg_display
+from gpukit.plotting import Animator
 
 LEGEND = ["train loss", "train acc", "test acc"]
 
@@ -108,12 +108,11 @@ def test_add_errors():
     assert animator.Y == [[1.0], [2.0]]
 
 
-def test_set_axes_errors():
-    ax = Animator().axes[0]
-    with pytest.raises(TypeError, match="axes must be matplotlib Axes"):
-        set_axes("ax", None, None, None, None, "linear", "linear", None)
+def test_axes_arguments_are_checked():
     with pytest.raises(ValueError, match="yscale must be one of"):
-        set_axes(ax, None, None, None, None, "linear", "loglog", None)
+        Animator(yscale="loglog")
+    with pytest.raises(TypeError, match="legend must be None or a sequence of str"):
+        Animator(legend="train")
 
 
 # ---------------------------------------------------------------- SVG
@@ -220,32 +219,6 @@ def test_animator_figure_is_not_a_pyplot_figure():
     before = plt.get_fignums()
     Animator().add(1, 1)
     assert plt.get_fignums() == before
-
-
-# ---------------------------------------------------------------- global settings
-
-
-@pytest.fixture
-def restore_rc():
-    with matplotlib.rc_context():
-        yield
-
-
-def test_use_svg_display_sets_svg_settings(restore_rc):
-    use_svg_display()
-    assert matplotlib.rcParams["svg.fonttype"] == "none"
-    assert matplotlib.rcParams["svg.hashsalt"] == gp._HASHSALT
-    assert matplotlib.colors.to_hex(matplotlib.rcParams["figure.facecolor"]) == "#ffffff"
-
-
-def test_set_figsize(restore_rc):
-    set_figsize((5, 2))
-    assert matplotlib.rcParams["figure.figsize"] == [5.0, 2.0]
-    assert matplotlib.rcParams["svg.fonttype"] == "none"
-    with pytest.raises(ValueError, match="figsize must be a sequence of two positive numbers"):
-        set_figsize((5, -1))
-    with pytest.raises(TypeError, match="figsize must be"):
-        set_figsize(5)
 
 
 # ---------------------------------------------------------------- a real executed notebook

@@ -18,7 +18,7 @@ from gpukit.profiles import PROFILES
 from gpukit.training import (
     EpochStats,
     TrainResult,
-    _check_batches,
+    _check,
     lr_factor,
     sgd,
     train_ch6,
@@ -329,7 +329,7 @@ def test_checking_a_loader_leaves_its_shuffle_alone(fake_fashion_mnist):
     root = fake_fashion_mnist(n_train=48, n_test=20)
     checked, _ = load_data_fashion_mnist(8, root=root)
     fresh, _ = load_data_fashion_mnist(8, root=root)
-    _check_batches(checked, "train_iter")
+    _check(lenet(), 1, 0.1, "xavier", 0, "constant", train_iter=checked)
     assert [y.tolist() for _, y in checked] == [y.tolist() for _, y in fresh]
 
 
