@@ -1,8 +1,7 @@
 """Fashion-MNIST, read from its IDX files without torchvision.
 
-:func:`load_data_fashion_mnist` returns D2L's ``(train_iter, test_iter)`` pair of loaders, plus
-what executed pages need: small deterministic subsets, a seeded shuffle, and a search for the
-files that works offline. :func:`find_fashion_mnist` looks, in order, in
+:func:`load_data_fashion_mnist` returns D2L's pair of loaders, with small deterministic subsets
+and a seeded shuffle. :func:`find_fashion_mnist` looks for the files, in order, in
 
 1. the ``root`` argument, else the folder named by the ``GPUKIT_DATA`` environment variable
    (when either is given, it is the only place looked at: no other data is silently used);

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from gpukit._checks import check_choice, check_int
+from gpukit._checks import check_choice, check_int, check_number
 from gpukit.devices import existing_device, try_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.timing import Timer, format_seconds
@@ -162,9 +162,7 @@ def train_fast(
     _check(net, num_epochs, lr, init, seed, schedule, train_iter=train_iter, test_iter=test_iter)
     if batch_size is not None:
         check_int(batch_size, "batch_size")
-    if isinstance(momentum, bool) or not isinstance(momentum, int | float):
-        raise TypeError(f"momentum must be a number, got {type(momentum).__name__}")
-    if not 0 <= momentum < 1:
+    if check_number(momentum, "momentum", zero=True) >= 1:
         raise ValueError(f"momentum must be >= 0 and < 1, got {momentum}")
     flags = {"metrics_on_device": metrics_on_device, "on_device": on_device}
     for name, flag in {**flags, "channels_last": channels_last}.items():

@@ -1,10 +1,8 @@
 """Measuring the hardware from PyTorch: copy bandwidth, launch latency, matmul throughput.
 
-The hardware page asks a device how fast bytes move (:func:`copy_bandwidth`), what one tiny
-operation costs (:func:`launch_latency`) and how fast it computes (:func:`matmul_throughput`).
-Each answer is a :class:`Measurement` naming the device, timed by :func:`time_op`; on a
-CPU-only machine each still runs and says what it measured instead. ``device`` is a CPU or
-CUDA device; ``None`` means :func:`gpukit.devices.try_gpu` (GPU 0, else the CPU).
+Each answer is a :class:`Measurement` naming the device; on a CPU-only machine each still runs
+and says what it measured instead. ``device`` is a CPU or CUDA device; ``None`` means
+:func:`gpukit.devices.try_gpu` (GPU 0, else the CPU).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Data parallelism by hand: split a batch, copy parameters, all-reduce; and start processes.
-
-:func:`split_batch`, :func:`get_params` and :func:`allreduce` are the helpers of D2L's
-"multi-GPU training from scratch" section. They accept any list of devices, repeated ones
-included, so ``[cpu(), cpu()]`` gives two CPU replicas on a machine without enough GPUs.
-
-:func:`launch` starts one process per rank for ``torch.distributed`` (NCCL when each rank can
-have its own GPU, gloo on the CPU otherwise) and hands each rank's return value back;
-:func:`ring_allreduce` is the ring algorithm of D2L's parameter-server section, written with
-``send``/``recv``, and :func:`ring_allreduce_demo` checks it against ``dist.all_reduce``.
+"""Data parallelism by hand (D2L's :func:`split_batch`, :func:`get_params`, :func:`allreduce`,
+for any list of devices, ``[cpu(), cpu()]`` included), and processes for ``torch.distributed``:
+:func:`launch` starts one per rank; :func:`ring_allreduce` is the ring algorithm of the
+parameter-server page, checked against ``dist.all_reduce`` by :func:`ring_allreduce_demo`.
 """
 
 from __future__ import annotations

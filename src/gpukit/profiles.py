@@ -24,16 +24,12 @@ from typing import TypeVar
 import torch
 
 from gpukit._checks import check_choice
-from gpukit.training import SCHEDULES
+from gpukit.training import SCHEDULES, _settings
 
 __all__ = ["PROFILES", "Profile", "Workload", "current_profile", "pick"]
 
 ENV_VAR = "GPUKIT_PROFILE"
 T = TypeVar("T")
-
-
-def _count(n: int | None, total: int) -> str:
-    return f"{n or total:,}"
 
 
 @dataclass(frozen=True)
@@ -71,13 +67,8 @@ class Workload:
     def describe(self) -> str:
         """One line with the amount of data and the settings, for page outputs."""
         prefix = f"{self.name}: " if self.name else ""
-        schedule = SCHEDULES[self.schedule]
-        return (
-            f"{prefix}{_count(self.n_train, 60_000)} training / "
-            f"{_count(self.n_test, 10_000)} test images, batch {self.batch_size}, "
-            f"lr {self.lr:g}{f' ({schedule})' if schedule else ''}, "
-            f"{self.epochs} epoch{'s' if self.epochs != 1 else ''}"
-        )
+        return prefix + _settings(self.n_train or 60_000, self.n_test or 10_000,
+                                  self.batch_size, self.lr, self.schedule, self.epochs)  # fmt: skip
 
 
 # D2L's settings. LeNet keeps batch 256 and lr 0.2 on two GPUs; for ResNet-18 D2L doubles

@@ -1,14 +1,11 @@
 """Timing code that may run on a GPU: :class:`Timer`, :class:`Benchmark`, :func:`format_seconds`.
 
-CUDA runs asynchronously: ``y = x @ x`` on a GPU returns as soon as the work is *queued*, long
-before it is *done*. D2L's ``Timer`` and ``Benchmark`` read the wall clock right away, so around
-GPU work they measure how fast Python queues kernels unless the code inside synchronizes (D2L's
-section on asynchronous computation adds ``torch.cuda.synchronize`` at the end of the block).
-The classes here keep D2L's names and methods but wait for the GPU before reading any clock, at
-the start as well as at the end: with ``device=None`` (the default) they read the wall clock
-after synchronizing every GPU that PyTorch has started using; with a CUDA device they record
-CUDA events on its current stream, and the time is what the GPU measured between the two
-points, idle gaps included. Every time gpukit prints looks like ``0.1234 sec``.
+``y = x @ x`` on a GPU returns as soon as the work is *queued*. D2L's ``Timer`` and
+``Benchmark`` read the wall clock right away, so around GPU work they time how fast Python
+queues kernels unless the code synchronizes. These keep D2L's names but wait for the GPU
+before reading any clock, at the start and at the end: with ``device=None`` they synchronize
+every GPU PyTorch has used, then read the wall clock; with a CUDA device they record CUDA
+events on its current stream (the GPU's time between the two, idle gaps included).
 """
 
 from __future__ import annotations

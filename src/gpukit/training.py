@@ -1,17 +1,10 @@
-"""Training loops of the multi-GPU pages: one device, ``nn.DataParallel`` and DDP processes.
-
-* :func:`train_ch6`: D2L's loop on one device.
-* :func:`train_data_parallel`: D2L's concise multi-GPU loop (``nn.DataParallel``) with the
-  data and devices as explicit arguments.
-* :func:`train_ddp`: the same training with ``DistributedDataParallel``, one process per
-  device, started by :func:`gpukit.parallel.launch` (gloo processes on a CPU-only machine).
+"""Training loops of the multi-GPU pages: one device (:func:`train_ch6`), ``nn.DataParallel``
+(:func:`train_data_parallel`) and ``DistributedDataParallel`` processes (:func:`train_ddp`).
 
 Each returns a :class:`TrainResult` and prints its :meth:`~TrainResult.summary`, which names
-the devices really used and how much data was seen. ``schedule="warmup-cosine"`` replaces
-D2L's constant learning rate by a warm-up and a decay (:func:`lr_factor`), the usual way to
-keep the accuracy of large-batch multi-GPU runs. The network is re-initialised from
-``seed`` (:func:`gpukit.models.init_weights`) and the global generator is seeded, so with
-the same data order two runs on a CPU give the same numbers.
+the devices really used and how much data was seen. The network is re-initialised from
+``seed`` and the global generator is seeded, so with the same data order two runs on a CPU
+give the same numbers.
 """
 
 from __future__ import annotations
@@ -109,10 +102,6 @@ class EpochStats:
         test_acc: test accuracy after the epoch.
         seconds: time spent training (evaluation excluded).
         lr: the learning rate of the epoch's last step (it changes under a schedule).
-
-    Example:
-        >>> EpochStats(1, train_loss=0.52, train_acc=0.81, test_acc=0.79, seconds=3.5).test_acc
-        0.79
     """
 
     epoch: int
@@ -170,14 +159,17 @@ class TrainResult:
         )
         if self.note:
             first += f" ({self.note})"
-        second = (
-            f"{self.n_train:,} training / {self.n_test:,} test images, "
-            f"batch {self.batch_size}, lr {self.lr:g}"
-            + (f" ({SCHEDULES[self.schedule]})" if SCHEDULES[self.schedule] else "")
-            + f", {self.epochs} epoch"
-            + ("s" if self.epochs != 1 else "")
-        )
-        return f"{first}\n{second}"
+        settings = _settings(self.n_train, self.n_test, self.batch_size, self.lr, self.schedule,
+                             self.epochs)  # fmt: skip
+        return f"{first}\n{settings}"
+
+
+def _settings(n_train: int, n_test: int, batch_size: int, lr: float, schedule: str,
+              epochs: int) -> str:  # fmt: skip
+    """The data and settings of a run, as summaries and profiles print them."""
+    schedule = f" ({SCHEDULES[schedule]})" if SCHEDULES[schedule] else ""
+    return (f"{n_train:,} training / {n_test:,} test images, batch {batch_size}, "
+            f"lr {lr:g}{schedule}, {epochs} epoch{'s' if epochs != 1 else ''}")  # fmt: skip
 
 
 def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
@@ -474,19 +466,12 @@ def train_data_parallel(
     so D2L's line "on [cpu, cpu]" on a laptop reports a second device that never computed.
     Here the summary lists the devices really used (``on [cpu]``) and says why.
 
+    The arguments are :func:`train_ch6`'s, except:
+
     Args:
-        net: the model.
-        train_iter, test_iter: ``(X, y)`` minibatches.
-        num_epochs: passes over ``train_iter``.
-        lr: learning rate.
         devices: GPUs (CPUs in the list are left out, as ``nn.DataParallel`` cannot use
             them); only CPUs: one CPU replica. ``None``: :func:`gpukit.devices.try_all_gpus`.
         init: ``"normal"`` (std 0.01, D2L's choice here), ``"xavier"`` or ``None``.
-        seed: seeds the initialisation and torch's global generator.
-        schedule: the learning rate over the steps: ``"constant"`` (D2L) or
-            ``"warmup-cosine"`` (:func:`lr_factor`).
-        plot: draw the curves with :class:`gpukit.plotting.Animator`.
-        verbose: print :meth:`TrainResult.summary`.
 
     Example:
         >>> from gpukit.models import lenet
@@ -506,17 +491,10 @@ def train_data_parallel(
         raise TypeError(
             "devices must be a non-empty list of devices, e.g. [torch.device('cuda:0')]"
         )
-    devs = [torch.device(d) for d in devices]
-    if any(d.type not in ("cpu", "cuda") for d in devs):
-        raise ValueError(f"devices must be GPUs or CPUs, got {[str(d) for d in devs]}")
-    gpus = [torch.device("cuda", d.index or 0) for d in devs if d.type == "cuda"]
+    devs = [existing_device(d) for d in devices]
+    gpus = [d for d in devs if d.type == "cuda"]
     if len(set(gpus)) != len(gpus):
         raise ValueError(f"devices must not repeat a GPU, got {[str(d) for d in devs]}")
-    if gpus and max(d.index or 0 for d in gpus) >= torch.cuda.device_count():
-        raise ValueError(
-            f"devices {[str(d) for d in devs]} name a GPU this machine does not have "
-            f"({torch.cuda.device_count()} GPU(s))"
-        )
     _init(net, init, seed)
     model: nn.Module
     if gpus:
@@ -635,20 +613,14 @@ def train_ddp(
 
     Args:
         world_size: number of processes.
-        num_epochs: passes over the training set.
-        lr: learning rate.
+        num_epochs, lr, init, seed, schedule, verbose: as for :func:`train_data_parallel`.
         batch_size: examples per step over all ranks; a multiple of ``world_size``.
         net: the model, picklable and defined in an importable module (not in a notebook);
             ``None``: ``resnet18(10)``.
         n_train, n_test: use only the first examples (``None``: all).
         root: folder of the Fashion-MNIST files (``None``: gpukit.data's search order).
-        init: ``"normal"`` (std 0.01), ``"xavier"`` or ``None`` to keep ``net``'s weights.
-        seed: seeds the initialisation, the generators and the shuffling.
-        schedule: the learning rate over the steps: ``"constant"`` (D2L) or
-            ``"warmup-cosine"`` (:func:`lr_factor`).
         backend: ``"nccl"``, ``"gloo"`` or ``None`` (NCCL when each rank can have a GPU).
         plot: draw the curves, in the calling process, once training is done.
-        verbose: print :meth:`TrainResult.summary`.
 
     Example:
         >>> from gpukit.data import DataNotFoundError

@@ -226,14 +226,19 @@ def test_train_data_parallel_on_two_gpus():
     [
         ([], TypeError, "non-empty list"),
         ("cpu", TypeError, "non-empty list"),
-        (["meta"], ValueError, "GPUs or CPUs"),
-        (["cuda:0", "cuda:0"], ValueError, "must not repeat a GPU"),
-        (["cuda:99"], ValueError, "does not have"),
+        (["meta"], ValueError, "a CPU or a CUDA device"),
+        (["cuda:99"], ValueError, r"CUDA is not available|GPU\(s\)"),
     ],
 )
 def test_train_data_parallel_bad_devices(devices, error, match):
     with pytest.raises(error, match=match):
         train_data_parallel(lenet(), _toy_batches(), _toy_batches(), 1, 0.1, devices)
+
+
+@pytest.mark.gpus(1)
+def test_train_data_parallel_refuses_a_repeated_gpu():
+    with pytest.raises(ValueError, match="must not repeat a GPU"):
+        train_data_parallel(lenet(), _toy_batches(), _toy_batches(), 1, 0.1, ["cuda", "cuda:0"])
 
 
 # ---------------------------------------------------------------- real Fashion-MNIST
