@@ -26,13 +26,11 @@ import shutil
 import tempfile
 import urllib.request
 import zlib
-from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 from torch.utils import data
 
 from gpukit._checks import check_int, check_type
@@ -179,15 +177,8 @@ def _decode(folder: Path, split: str, stamp: tuple) -> tuple[np.ndarray, np.ndar
     return images, labels
 
 
-def _resized(batch: list[tuple[torch.Tensor, torch.Tensor]], size: tuple[int, int]) -> list:
-    """``collate_fn`` that resizes a batch (module level: worker processes must pickle it)."""
-    X, y = data.default_collate(batch)
-    return [F.interpolate(X, size=size, mode="bilinear", align_corners=False), y]
-
-
 def load_data_fashion_mnist(
     batch_size: int,
-    resize: int | Sequence[int] | None = None,
     *,
     root: str | os.PathLike[str] | None = None,
     n_train: int | None = None,
@@ -197,9 +188,9 @@ def load_data_fashion_mnist(
 ) -> tuple[data.DataLoader, data.DataLoader]:
     """Return ``(train_iter, test_iter)``: loaders over real Fashion-MNIST (D2L's function).
 
-    Batches are ``(X, y)``: ``X`` float32 in ``[0, 1]`` of shape ``(B, 1, 28, 28)`` (or
-    ``resize``: a side length or ``(height, width)``, resized bilinearly batch by batch), ``y``
-    int64 classes ``0..9``. ``root`` is passed to :func:`find_fashion_mnist`.
+    Batches are ``(X, y)``: ``X`` float32 in ``[0, 1]`` of shape ``(B, 1, 28, 28)``, ``y``
+    int64 classes ``0..9``. ``root`` is passed to :func:`find_fashion_mnist`. (D2L's ``resize``
+    is left out: no page of the GPU chapter resizes.)
 
     ``n_train`` and ``n_test`` (``None``: all 60,000 and 10,000) take the first examples of a
     permutation seeded by ``seed``, kept in file order: the same in every run, and a smaller
@@ -217,18 +208,6 @@ def load_data_fashion_mnist(
         ...     assert X.shape == (32, 1, 28, 28) and len(train_iter.dataset) == 64
     """
     check_int(batch_size, "batch_size")
-    size = (resize, resize) if isinstance(resize, int) else resize
-    if resize is not None:
-        accepted = "None, an int >= 1 or a pair (height, width) of ints >= 1"
-        if (
-            isinstance(size, str)
-            or not isinstance(size, Sequence)
-            or len(size) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in size)
-        ):
-            raise TypeError(f"resize must be {accepted}, got {resize!r}")
-        if min(size) < 1:
-            raise ValueError(f"resize must be {accepted}, got {resize!r}")
     for name, n in (("n_train", n_train), ("n_test", n_test)):
         if n is not None:
             check_int(n, name, 1, "or None")
@@ -253,6 +232,5 @@ def load_data_fashion_mnist(
         loaders.append(data.DataLoader(
             dataset, batch_size, shuffle=split == "train", num_workers=num_workers,
             generator=torch.Generator().manual_seed(seed) if split == "train" else None,
-            collate_fn=None if resize is None else functools.partial(_resized, size=tuple(size)),
         ))  # fmt: skip
     return loaders[0], loaders[1]

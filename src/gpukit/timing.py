@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from types import TracebackType
 
 import torch
 
@@ -127,12 +126,7 @@ class Benchmark:
         self.timer.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         seconds = self.timer.stop()
         if exc_type is None:  # a failed block has no meaningful time
             print(f"{self.description}: {format_seconds(seconds)}")

@@ -650,8 +650,6 @@ def train_ddp(
     backend = _check_backend(backend, world_size)
     if n_train is not None and n_train < world_size:
         raise ValueError(f"n_train must be >= world_size ({world_size}), got {n_train}")
-    if root is not None and not isinstance(root, str | Path):
-        raise TypeError(f"root must be None, a str or a Path, got {type(root).__name__}")
     foreign = sorted(
         {type(m).__qualname__ for m in net.modules() if type(m).__module__ == "__main__"}
     )

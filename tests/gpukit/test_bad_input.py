@@ -67,8 +67,6 @@ CASES = [
     ("find_fashion_mnist", (), {"download": "yes"}, TypeError, "download"),
     ("load_data_fashion_mnist", ("256",), {}, TypeError, "batch_size"),
     ("load_data_fashion_mnist", (0,), {}, ValueError, "batch_size"),
-    ("load_data_fashion_mnist", (32, "big"), {}, TypeError, "resize"),
-    ("load_data_fashion_mnist", (32, 0), {}, ValueError, "resize"),
     ("load_data_fashion_mnist", (32,), {"n_train": 0}, ValueError, "n_train"),
     ("load_data_fashion_mnist", (32,), {"n_test": 1.5}, TypeError, "n_test"),
     ("load_data_fashion_mnist", (32,), {"seed": -1}, ValueError, "seed"),
