@@ -42,9 +42,9 @@ def split_batch(
 ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Split ``X`` and ``y`` along dimension 0 into one part per device, moved there.
 
-    Part sizes differ by at most one; a device may be listed twice. D2L's
-    ``nn.parallel.scatter`` works on GPUs only and cuts like ``torch.chunk``: 6 examples on 4
-    GPUs become three parts, and ``zip`` silently leaves a GPU out.
+    Part sizes differ by at most one, and a device may be listed twice (two CPU replicas).
+    D2L uses ``nn.parallel.scatter``, which takes GPUs only and cuts like ``torch.chunk``:
+    6 examples for 4 GPUs become three parts, and ``zip`` silently leaves a GPU out.
 
     Example:
         >>> X, y = torch.arange(20).reshape(10, 2), torch.arange(10)
@@ -75,10 +75,10 @@ def split_batch(
 
 
 def get_params(params: Sequence[torch.Tensor], device: torch.device | str) -> list[torch.Tensor]:
-    """Copy ``params`` to ``device`` as new leaf tensors that require gradients (D2L's name).
+    """Copy ``params`` to ``device`` as new tensors that require gradients: one replica.
 
-    D2L's ``p.to(device)`` returns ``p`` itself when it is already there, so two "replicas"
-    on the CPU would share one gradient. Here each call makes a real copy.
+    Each call makes a real copy. D2L's ``p.to(device)`` returns ``p`` itself when it is
+    already on ``device``, so two "replicas" on the CPU would be one tensor with one gradient.
 
     Example:
         >>> params = [torch.ones(2)]
@@ -93,9 +93,10 @@ def get_params(params: Sequence[torch.Tensor], device: torch.device | str) -> li
 def allreduce(data: Sequence[torch.Tensor]) -> None:
     """Sum tensors that live on different devices and write the sum into each one, in place.
 
-    A version of D2L's Chinese edition ended with ``data[i] = data[0].to(data[i].device)``,
-    which rebinds the list entry: every GPU but the first kept its own gradient, and the
-    replicas drifted apart. Here the sum is copied into every tensor, all bit-for-bit equal.
+    The sum is built on the first tensor's device and copied into every tensor, so all of them
+    end up bit-for-bit equal. Rebinding the list entries instead (``data[i] = data[0].to(...)``,
+    as one version of D2L's Chinese edition did) would leave every tensor but the first as it
+    was.
 
     Example:
         >>> grads = [torch.tensor([1.0, 2.0]), torch.tensor([10.0, 20.0])]
