@@ -120,8 +120,8 @@ def lenet_params(scale: float = 0.01, *, seed: int | None = None) -> list[torch.
 
 
 def lenet_forward(X: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
-    """D2L's ``lenet(X, params)``: the from-scratch LeNet applied to images ``X``, ``(B, 1, 28,
-    28)``, with the eight tensors of :func:`lenet_params` (or their copies on ``X``'s device).
+    """D2L's ``lenet(X, params)``: the from-scratch LeNet on images ``X`` of shape
+    ``(B, 1, 28, 28)``, with the eight tensors of :func:`lenet_params` (or copies of them).
 
     Example:
         >>> lenet_forward(torch.zeros(3, 1, 28, 28), lenet_params(seed=0)).shape
