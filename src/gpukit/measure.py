@@ -17,6 +17,7 @@ import torch
 
 from gpukit._checks import check_choice, check_int, check_type
 from gpukit.devices import existing_device, try_gpu
+from gpukit.memory import format_bytes
 from gpukit.timing import Timer, format_seconds
 
 __all__ = ["PEAK_TFLOPS", "Measurement", "copy_bandwidth", "launch_latency", "matmul_dtypes",
@@ -146,13 +147,6 @@ def time_op(
     return _time(op, None if device is None else existing_device(device), repeats, warmup)
 
 
-def _size_text(nbytes: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= size and nbytes % size == 0:
-            return f"{nbytes // size} {unit}"
-    return f"{nbytes:,} bytes"
-
-
 def copy_bandwidth(
     nbytes: int,
     device: str | torch.device | None = None,
@@ -172,7 +166,7 @@ def copy_bandwidth(
 
     Example:
         >>> print(copy_bandwidth(2**20, "cpu", direction="within_device").what)
-        host memory copy, 1 MiB (CPU only: no host<->device link)
+        host memory copy, 1.0 MiB (CPU only: no host<->device link)
     """
     check_int(nbytes, "nbytes")
     check_int(repeats, "repeats")
@@ -186,7 +180,7 @@ def copy_bandwidth(
         )
     if pinned and direction == "within_device":
         raise ValueError("pinned=True applies to host<->device copies, which need a GPU")
-    size = _size_text(nbytes)
+    size = format_bytes(nbytes)
     if direction == "within_device":
         src = torch.ones(nbytes, dtype=torch.uint8, device=dev)
         what = (f"device->device copy (GPU memory), {size}" if dev.type == "cuda"

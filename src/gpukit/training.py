@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gpukit._checks import check_choice, check_int
+from gpukit._checks import check_choice, check_int, check_number, check_type
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
 from gpukit.devices import existing_device, try_all_gpus, try_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
@@ -65,7 +65,7 @@ def lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -
         >>> lr_factor("constant", 7, 4, 3)
         1.0
     """
-    _check_schedule(schedule)
+    check_choice(schedule, "schedule", SCHEDULES)
     check_int(step, "step", 0)
     check_int(steps_per_epoch, "steps_per_epoch")
     check_int(num_epochs, "num_epochs")
@@ -76,19 +76,6 @@ def lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -
     decay_steps = max(1, steps_per_epoch * (num_epochs - 1))
     progress = min(1.0, (step - steps_per_epoch) / decay_steps)
     return 0.5 * (1 + math.cos(math.pi * progress))
-
-
-def _check_schedule(schedule: object) -> None:
-    check_choice(schedule, "schedule", SCHEDULES)
-
-
-def _scheduler(
-    optimizer: torch.optim.Optimizer, schedule: str, steps_per_epoch: int, num_epochs: int
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """Steps once per minibatch: ``lr_factor`` of the optimizer step about to be taken."""
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(schedule, step, steps_per_epoch, num_epochs)
-    )
 
 
 @dataclass(frozen=True)
@@ -184,14 +171,13 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
         >>> w
         tensor([0.9000], requires_grad=True)
     """
-    _check_lr(lr)
+    check_number(lr, "lr")
     check_int(batch_size, "batch_size")
     if isinstance(params, torch.Tensor) or not isinstance(params, Iterable):
         raise TypeError(f"params must be a list of tensors, got {type(params).__name__}")
     params = list(params)
     for i, param in enumerate(params):
-        if not isinstance(param, torch.Tensor):
-            raise TypeError(f"params[{i}] must be a torch.Tensor, got {type(param).__name__}")
+        check_type(param, f"params[{i}]", torch.Tensor, "a torch.Tensor")
     with torch.no_grad():
         for param in params:
             if param.grad is None:
@@ -203,34 +189,19 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
 # --------------------------------------------------------------------------- checks
 
 
-def _check_lr(lr: object) -> float:
-    if isinstance(lr, bool) or not isinstance(lr, int | float):
-        raise TypeError(f"lr must be a number, got {type(lr).__name__}")
-    if not (lr > 0 and math.isfinite(lr)):
-        raise ValueError(f"lr must be a finite number > 0, got {lr}")
-    return float(lr)
-
-
-def _check(
-    net: object,
-    num_epochs: object,
-    lr: object,
-    init: object,
-    seed: object,
-    schedule: object,
-    **batches: object,
-) -> None:
+def _check(net: object, num_epochs: object, lr: object, init: object, seed: object,
+           schedule: object, **batches: object) -> None:  # fmt: skip
     """The checks of the arguments that the entry points share; ``batches``: name -> value."""
     if not isinstance(net, nn.Module):
         raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
     check_int(num_epochs, "num_epochs")
-    _check_lr(lr)
+    check_number(lr, "lr")
     if init not in ("xavier", "normal", None):
         raise ValueError(
             f"init must be 'xavier', 'normal' or None (keep the weights), got {init!r}"
         )
     check_int(seed, "seed", None)
-    _check_schedule(schedule)
+    check_choice(schedule, "schedule", SCHEDULES)
     for name, data_iter in batches.items():
         if not isinstance(data_iter, Iterable) or isinstance(data_iter, torch.Tensor):
             raise TypeError(f"{name} must be an iterable of (X, y) minibatches, e.g. a DataLoader")
@@ -287,7 +258,10 @@ def _train_epochs(
     if optimizer is None:
         optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scaler = torch.amp.GradScaler(device.type, enabled=autocast == torch.float16)
-    scheduler = _scheduler(optimizer, schedule, _num_batches(train_iter), num_epochs)
+    steps = _num_batches(train_iter)  # the scheduler steps once per minibatch
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(schedule, step, steps, num_epochs)
+    )
     loss = nn.CrossEntropyLoss()
     animator = Animator(xlabel="epoch", xlim=_xlim(num_epochs), legend=LEGEND) if plot else None
     history: list[EpochStats] = []

@@ -151,7 +151,7 @@ def test_time_op_on_gpu_includes_queued_work():
 def test_host_memory_copy_on_cpu():
     m = copy_bandwidth(2**16, "cpu", direction="within_device", repeats=3)
     assert m.device.startswith("cpu (")
-    assert m.what == "host memory copy, 64 KiB (CPU only: no host<->device link)"
+    assert m.what == "host memory copy, 64.0 KiB (CPU only: no host<->device link)"
     assert m.count == 3 and m.unit == "GB/s" and m.peak is None
     assert m.value > 0
 
@@ -192,10 +192,10 @@ def test_copy_bandwidth_on_gpu():
         for pinned in (False, True)
     ]
     assert whats == [
-        "host->device copy, pageable memory, 1 MiB",
-        "host->device copy, pinned memory, 1 MiB",
-        "device->host copy, pageable memory, 1 MiB",
-        "device->host copy, pinned memory, 1 MiB",
+        "host->device copy, pageable memory, 1.0 MiB",
+        "host->device copy, pinned memory, 1.0 MiB",
+        "device->host copy, pageable memory, 1.0 MiB",
+        "device->host copy, pinned memory, 1.0 MiB",
     ]
     m = copy_bandwidth(3000, "cuda:0", direction="within_device", repeats=2)
     assert m.what == "device->device copy (GPU memory), 3,000 bytes" and m.value > 0
