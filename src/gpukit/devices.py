@@ -158,16 +158,6 @@ def _cores() -> str:
     return f"{cores} core{'s' if cores != 1 else ''}"
 
 
-def _describe(dev: torch.device) -> str:
-    if dev.type == "cpu":
-        return f"cpu: {_cpu_model()}, {_cores()}, {torch.get_num_threads()} PyTorch thread(s)"
-    props = torch.cuda.get_device_properties(dev)
-    return (
-        f"{dev}: {props.name}, {props.total_memory / 2**30:.1f} GiB, compute capability "
-        f"{props.major}.{props.minor}, {props.multi_processor_count} SMs"
-    )
-
-
 def describe_device(device: str | torch.device | None = None) -> str:
     """Say in one line which device measurements run on (``None``: :func:`try_gpu`): a GPU's
     name, memory, compute capability and streaming multiprocessors (SMs); the CPU's model, cores
@@ -177,7 +167,14 @@ def describe_device(device: str | torch.device | None = None) -> str:
         >>> describe_device("cpu").startswith("cpu: ")
         True
     """
-    return _describe(try_gpu() if device is None else existing_device(device))
+    dev = try_gpu() if device is None else existing_device(device)
+    if dev.type == "cpu":
+        return f"cpu: {_cpu_model()}, {_cores()}, {torch.get_num_threads()} PyTorch thread(s)"
+    props = torch.cuda.get_device_properties(dev)
+    return (
+        f"{dev}: {props.name}, {props.total_memory / 2**30:.1f} GiB, compute capability "
+        f"{props.major}.{props.minor}, {props.multi_processor_count} SMs"
+    )
 
 
 def describe_machine() -> str:

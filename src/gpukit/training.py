@@ -30,16 +30,8 @@ from gpukit.parallel import _check_backend, _launch, rank_device
 from gpukit.plotting import Animator
 from gpukit.timing import Timer, format_seconds
 
-__all__ = [
-    "SCHEDULES",
-    "EpochStats",
-    "TrainResult",
-    "lr_factor",
-    "sgd",
-    "train_ch6",
-    "train_data_parallel",
-    "train_ddp",
-]
+__all__ = ["SCHEDULES", "EpochStats", "TrainResult", "lr_factor", "sgd", "train_ch6",
+           "train_data_parallel", "train_ddp"]  # fmt: skip
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
@@ -242,18 +234,15 @@ def _train_epochs(
 ) -> tuple[list[EpochStats], int]:
     """The epoch loop of every entry point: SGD on cross-entropy, ``lr_factor`` at every step.
 
-    The entry points differ only in how they place the model and in three hooks:
-    ``evaluate()`` gives the test accuracy after an epoch, ``reduce(sums, seconds)`` combines
-    the epoch's ``[loss sum, correct, examples]`` and time over DDP ranks, ``before_epoch``
-    reshuffles a distributed sampler. The metrics stay on ``device`` during an epoch and are
-    read once at its end: a ``.item()`` per minibatch would make the CPU wait for the GPU at
-    every step (see the asynchrony page). Returns the history and the examples per epoch.
+    The entry points differ in how they place the model and in three hooks: ``evaluate()``
+    gives the test accuracy after an epoch, ``reduce(sums, seconds)`` combines the epoch's
+    ``[loss sum, correct, examples]`` and time over DDP ranks, ``before_epoch`` reshuffles a
+    distributed sampler. The metrics stay on ``device`` and are read once an epoch (a
+    ``.item()`` per minibatch would make the CPU wait for the GPU at every step).
 
-    The options of :func:`gpukit.fast.train_fast`: ``optimizer`` replaces plain SGD (its
-    learning rate is the peak of the schedule); ``autocast`` runs the forward pass and the
-    loss in that dtype (``torch.autocast``; float16 also scales the loss, so that small
-    gradients do not round to zero); ``sync_every_step`` reads the metrics after every
-    minibatch, as D2L's loop does, to measure what that costs.
+    :func:`gpukit.fast.train_fast`'s options: ``optimizer`` replaces plain SGD (``lr`` is the
+    schedule's peak); ``autocast`` runs forward and loss in that dtype (float16 also scales the
+    loss); ``sync_every_step`` reads the metrics after every minibatch, as D2L's loop does.
     """
     if optimizer is None:
         optimizer = torch.optim.SGD(model.parameters(), lr=lr)
@@ -580,10 +569,8 @@ def train_ddp(
     ``batch_size`` is the total over the ranks (each rank takes ``batch_size // world_size``),
     so ``lr`` means what it means for :func:`train_data_parallel` with the same batch.
 
-    The processes train copies of ``net``; when they are done, rank 0's weights are loaded
-    back into ``net``, so that afterwards ``net`` is trained as with the other functions.
-    What the ranks print goes to the terminal of the Jupyter kernel, so the numbers are
-    sent back and printed here.
+    Rank 0's trained weights are loaded back into ``net``, and its numbers are printed here
+    (what the ranks print goes to the Jupyter kernel's terminal, not to the page).
 
     Args:
         world_size: number of processes.
