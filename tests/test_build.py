@@ -180,7 +180,7 @@ def test_chinese_lines_join_without_a_space(built: dict) -> None:
 
 def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) -> None:
     """``{build-info}`` shows facts from outside its page (the machine, the date): the page is
-    read on every build (conf/_ext/always_reread.py), and no longer once it drops them."""
+    read on every build (Sphinx's ``note_reread``), and no longer once it drops them."""
     site = copy_fixture_site(tmp_path / "src")
     about = site / "en" / "about.md"
     about.write_text("# About\n\n```{build-info}\n```\n", "utf-8")
@@ -239,7 +239,7 @@ def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path)
 
 
 def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
-    """The About page's execution table (conf/_ext/exec_table.py) and the index's learning path
+    """The About page's execution table (conf/_ext/provenance.py) and the index's learning path
     (conf/_ext/learning_path.py) in each language, with a status every font can show."""
     site = copy_fixture_site(tmp_path / "src")
     for lang in ("en", "zh"):

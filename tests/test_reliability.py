@@ -39,7 +39,7 @@ from sphinx_site import (
 )
 
 import execution_cache
-from cache_repair import repair_cache
+from execution_cache import repair_cache
 
 LANG = "en"
 PAGES = ("outputs", "plain")  # the executed pages of tests/fixtures/reliability
@@ -205,7 +205,7 @@ def test_conf_fails_loudly_and_bounds_every_cell(monkeypatch, profile: str) -> N
     assert not conf.get("nb_execution_allow_errors", False)
     assert isinstance(conf["nb_execution_timeout"], int)
     assert 0 < conf["nb_execution_timeout"] <= 3600
-    assert {"raises_check", "cache_repair"} <= set(conf["extensions"])
+    assert {"raises_check", "execution_cache"} <= set(conf["extensions"])
 
 
 # -- 3. The cache key follows gpukit; prose changes execute nothing -------------------------------

@@ -1,19 +1,32 @@
-"""Where the executed outputs of this build are cached.
+"""The execution cache: where this build's executed outputs are kept, and its repair.
 
 jupyter-cache hashes a notebook's code cells and kernelspec only: it cannot see that gpukit,
 torch, the execution profile or the machine changed. So each combination gets a folder of
 its own; an output is never stale after a helper change and never mixed between machines.
-"""
 
-from __future__ import annotations
+jupyter-cache stores an executed notebook in two steps: it commits a database record, then
+writes ``executed/<hash>/base.ipynb``. A build killed between the two (SIGKILL, a CI job
+cancelled, a laptop that runs out of battery) leaves a record whose notebook is missing or
+truncated. Every later build would then crash on that page (``KeyError: Notebook file does not
+exist for cache record`` or ``NotJSONError``) until someone deleted the cache by hand. So at the
+start of each build, before any page is read, every record is checked: one whose notebook is
+missing or does not read as a notebook is removed with its folder, and so is any folder left
+without a readable notebook. The page is then executed again, and the build publishes complete
+outputs.
+"""
 
 import hashlib
 import re
+import shutil
 from pathlib import Path
 
+import nbformat
 import torch
+from sphinx.util import logging
 
 import gpukit
+
+logger = logging.getLogger(__name__)
 
 # Everything, besides a page's own code, that decides what its cells print.
 HASHED_TREES = ("src/gpukit", "conf/ipython")
@@ -28,9 +41,7 @@ def tree_hash(root: Path, trees: tuple[str, ...] = HASHED_TREES) -> str:
             # not sources: hashing them would crash or re-execute the site for nothing.
             if "__pycache__" in path.parts or path.name.startswith(".") or not path.is_file():
                 continue
-            digest.update(path.relative_to(root).as_posix().encode())
-            digest.update(b"\0")
-            digest.update(path.read_bytes())
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -42,11 +53,56 @@ def hardware_signature() -> str:
 
 
 def cache_key(root: Path, profile: str) -> str:
-    """E.g. ``CPU-only-2-cores-AMD-EPYC-AVX2-kernels-quick-torch2.13.0-1a2b3c4d5e6f``."""
+    """The jupyter-cache folder of a build, shared by both languages, e.g.
+    ``CPU-only-2-cores-AMD-EPYC-AVX2-kernels-quick-torch2.13.0-1a2b3c4d5e6f``."""
     torch_version = torch.__version__.split("+")[0]
     return f"{hardware_signature()}-{profile}-torch{torch_version}-{tree_hash(root)[:12]}"
 
 
-def cache_folder(parent: Path, root: Path, profile: str) -> Path:
-    """The jupyter-cache folder shared by both languages of one build."""
-    return parent / cache_key(root, profile)
+def _readable(path: Path) -> bool:
+    try:
+        nbformat.reads(path.read_text(encoding="utf-8"), nbformat.NO_CONVERT)
+    except Exception:  # missing, truncated, not JSON, not a notebook: all mean "not usable"
+        return False
+    return True
+
+
+def repair_cache(path: str | Path) -> list[str]:
+    """Remove incomplete entries from the jupyter-cache at ``path``; return what was removed."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.cache.db import NbCacheRecord
+
+    executed, removed = Path(path) / "executed", []
+    if not (Path(path) / "global.db").is_file():
+        return removed  # no cache yet
+    cache = get_cache(path)
+    for record in cache.list_cache_records():
+        if not _readable(executed / record.hashkey / "base.ipynb"):  # jupyter-cache's layout
+            NbCacheRecord.remove_records([record.pk], cache.db)
+            shutil.rmtree(executed / record.hashkey, ignore_errors=True)
+            removed.append(f"record {record.pk} ({record.uri}): notebook missing or incomplete")
+    # A folder without a readable notebook (a kill while jupyter-cache replaced an entry)
+    # would make jupyter-cache's next write to it fail: remove it. A complete notebook
+    # without a record is harmless (jupyter-cache overwrites it) and is left alone.
+    for folder in sorted(executed.glob("*/")):
+        if not _readable(folder / "base.ipynb"):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(f"folder executed/{folder.name}: no complete notebook")
+    return removed
+
+
+def repair_on_start(app) -> None:
+    config = getattr(app.env, "mystnb_config", None)
+    if config is None or config.execution_mode != "cache" or not config.execution_cache_path:
+        return
+    if removed := repair_cache(config.execution_cache_path):
+        entries = f"{len(removed)} incomplete entr{'y' if len(removed) == 1 else 'ies'}"
+        where = "\n  ".join(removed)
+        logger.info(f"execution cache: removed {entries} left by an interrupted build "
+                    f"(their pages execute again):\n  {where}")  # fmt: skip
+
+
+def setup(app):
+    # After myst-nb's own builder-inited handler, which resolves the cache path.
+    app.connect("builder-inited", repair_on_start, priority=600)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -11,12 +11,7 @@ Each problem is a Sphinx warning located at the cell (``page.md:LINE``), so ``-W
 build naming the page, the line and the cell's code.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 from docutils import nodes
-from sphinx.application import Sphinx
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -24,56 +19,40 @@ logger = logging.getLogger(__name__)
 TAG = "raises-exception"
 
 
-def _nb_element(node: nodes.Node, kind: str) -> bool:
-    return isinstance(node, nodes.Element) and node.get("nb_element") == kind
-
-
-def _executed(app: Sphinx, docname: str) -> bool:
-    """Whether myst-nb executed this page or took its outputs from the cache."""
-    metadata = getattr(app.env, "nb_metadata", {}).get(docname, {})
-    return bool(metadata.get("exec_data"))
+def parts(node: nodes.Node, kind: str) -> list[nodes.Element]:
+    """The nodes under ``node`` that myst-nb marks as ``kind`` (``cell_code``, ...)."""
+    return [n for n in node.findall(nodes.Element) if n.get("nb_element") == kind]
 
 
 def cell_problem(cell: nodes.Element) -> str | None:
     """Why a ``raises-exception`` cell is wrong, or ``None`` when it shows an error."""
-    outputs = [n for n in cell.findall(nodes.Element) if _nb_element(n, "cell_code_output")]
+    outputs = parts(cell, "cell_code_output")
     if not outputs:
         return (
             "has its outputs removed (remove-output), so its error can be neither shown nor "
             "checked: drop remove-output"
         )
-    for output in outputs:
-        for node in output.findall(nodes.Element):
-            if "traceback" in node.get("classes", ()):  # myst-nb's rendering of an error
-                return None
+    for output in outputs:  # myst-nb renders an error with the class "traceback"
+        if any("traceback" in node.get("classes", ()) for node in output.findall(nodes.Element)):
+            return None
     return "ran without raising: make it raise, or remove the tag"
 
 
-def check_raises(app: Sphinx, doctree: nodes.document) -> None:
-    docname = app.env.docname
-    if not _executed(app, docname):  # e.g. nb_execution_mode=off: no outputs to check
+def check_raises(app, doctree: nodes.document) -> None:
+    # Only a page that myst-nb executed or took from the cache has outputs to check (not, e.g.,
+    # with nb_execution_mode=off).
+    if not getattr(app.env, "nb_metadata", {}).get(app.env.docname, {}).get("exec_data"):
         return
-    for cell in doctree.findall(lambda n: _nb_element(n, "cell_code")):
-        if TAG not in cell.get("cell_metadata", {}).get("tags", []):
-            continue
-        problem = cell_problem(cell)
-        if problem is None:
-            continue
-        source = "".join(
-            n.astext() for n in cell.findall(lambda n: _nb_element(n, "cell_code_source"))
-        )
-        code = "\n".join("    " + line for line in source.splitlines())
-        logger.warning(
-            "code cell tagged %s %s:\n%s",
-            TAG,
-            problem,
-            code or "    (source hidden)",
-            location=cell,
-            type="gpukit",
-            subtype="raises-exception",
-        )
+    for cell in parts(doctree, "cell_code"):
+        if TAG in cell.get("cell_metadata", {}).get("tags", []) and (why := cell_problem(cell)):
+            source = "".join(n.astext() for n in parts(cell, "cell_code_source"))
+            code = "\n".join("    " + line for line in source.splitlines()) or "    (source hidden)"
+            logger.warning(
+                "code cell tagged %s %s:\n%s", TAG, why, code,
+                location=cell, type="gpukit", subtype="raises-exception",
+            )  # fmt: skip
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app):
     app.connect("doctree-read", check_raises)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
