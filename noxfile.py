@@ -62,8 +62,7 @@ def browser(session: nox.Session) -> None:
     """The built site in a real browser (Chromium, headless): run ``nox -s docs`` first.
 
     Serves docs/_build/html (or $GPUKIT_SITE) on 127.0.0.1; screenshots land in
-    docs/_build/screenshots. Needs no torch: only the test and browser extras are installed.
-    """
+    docs/_build/screenshots. Without torch: only the test and browser extras are installed."""
     site = Path(os.environ.get("GPUKIT_SITE", BUILD / "html"))
     if not all((site / lang / "index.html").is_file() for lang in LANGUAGES):
         session.error(f"no built site in {site}: run `nox -s docs` first")
@@ -128,7 +127,6 @@ def parity(session: nox.Session) -> None:
     """en and zh pages match (code cells, labels, references) and no translation is stale.
 
     ``nox -s parity -- --refresh zh/<page>.md`` records that a translation is up to date.
-    Pages are read by myst-nb, without torch: only the docs extra is installed.
-    """
+    Pages are read by myst-nb, without torch: only the docs extra is installed."""
     install_extras_only(session, "docs")
     session.run("python", "conf/parity.py", *session.posargs)

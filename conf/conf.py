@@ -17,7 +17,7 @@ sys.path[:0] = [str(CONF_DIR / "_ext"), str(CONF_DIR)]
 from languages import LANGUAGES, MYST_EXTENSIONS  # noqa: E402
 
 import gpukit  # noqa: E402
-from execution_cache import cache_key, tree_hash  # noqa: E402
+from execution import cache_key, tree_hash  # noqa: E402
 
 # -- Language -------------------------------------------------------------------------------
 chosen = [code for code in LANGUAGES if tags.has(code)]  # noqa: F821 (Sphinx injects `tags`)
@@ -48,8 +48,7 @@ extensions = [
     "cjk_linebreaks",  # a line break between Chinese characters is not a space
     "provenance",  # which machine produced the outputs; GPUs missing: a notice, or a failure
     "machine_cases",  # this machine's explanation first, the others collapsed
-    "raises_check",  # a cell tagged raises-exception must raise
-    "execution_cache",  # an interrupted build leaves no half-written cache entry behind
+    "execution",  # no half-written cache entry after a kill; raises-exception cells must raise
     "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
     "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
     "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN

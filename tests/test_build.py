@@ -19,7 +19,7 @@ from sphinx_site import (
 )
 
 import gpukit
-from execution_cache import tree_hash
+from execution import tree_hash
 from machine_cases import this_machine
 
 # Sphinx's own warnings; ipykernel's "[IPKernelApp] WARNING | ..." line is not one.

@@ -1,17 +1,13 @@
 """The index's learning path: a table of the pages, each with what it teaches, the time it takes
-to read and the GPUs its full run wants, the last two taken from the page itself.
-
-The index lists one page per line, its name and what it teaches::
+to read and the GPUs its full run wants, the last two taken from the page itself::
 
     :::{learning-path}
     use-gpu: Put tensors and models on a device and copy between devices.
     :::
 
-The reading time is counted from the page's source in this language (prose and code, at
-``WORDS_PER_MINUTE`` words or ``CJK_PER_MINUTE`` Chinese characters a minute, rounded up to
-five minutes); the GPUs are the page's front matter ``gpus:`` (what ``--require-gpus`` checks).
-Both change with the page, so the index notes each page as a dependency and is read again
-whenever one of them changes.
+The reading time is counted from the page's source in this language (prose and code, rounded up
+to five minutes); the GPUs are its front matter ``gpus:`` (what ``--require-gpus`` checks). Both
+change with the page, so the index depends on each page and is read again when one changes.
 """
 
 import math

@@ -1,18 +1,23 @@
-"""The execution cache: where this build's executed outputs are kept, and its repair.
+"""Execution without surprises: outputs never stale, an interrupted build repaired, and every
+cell tagged ``raises-exception`` checked to raise.
 
 jupyter-cache hashes a notebook's code cells and kernelspec only: it cannot see that gpukit,
-torch, the execution profile or the machine changed. So each combination gets a folder of
-its own; an output is never stale after a helper change and never mixed between machines.
+torch, the execution profile or the machine changed. So each combination gets a folder of its
+own; an output is never stale after a helper change and never mixed between machines.
 
-jupyter-cache stores an executed notebook in two steps: it commits a database record, then
-writes ``executed/<hash>/base.ipynb``. A build killed between the two (SIGKILL, a CI job
-cancelled, a laptop that runs out of battery) leaves a record whose notebook is missing or
-truncated. Every later build would then crash on that page (``KeyError: Notebook file does not
-exist for cache record`` or ``NotJSONError``) until someone deleted the cache by hand. So at the
-start of each build, before any page is read, every record is checked: one whose notebook is
-missing or does not read as a notebook is removed with its folder, and so is any folder left
-without a readable notebook. The page is then executed again, and the build publishes complete
-outputs.
+jupyter-cache stores an executed notebook in two steps: a database record, then
+``executed/<hash>/base.ipynb``. A build killed between the two (SIGKILL, a cancelled CI job, a
+flat battery) leaves a record whose notebook is missing or truncated, and every later build would
+crash on that page (``KeyError: Notebook file does not exist for cache record``, ``NotJSONError``)
+until someone deleted the cache. So before any page is read, such records are removed with their
+folders, and so is any folder without a readable notebook: the page is executed again.
+
+The ``raises-exception`` tag tells the executor to carry on after the cell's error; myst-nb does
+not check that an error happened. A cell meant to show an error that runs cleanly (say, a helper
+now accepts the bad input) would publish a text that explains an error that is not there. So
+once a page's outputs are known, every such cell must show an error output; one whose outputs
+are removed (``remove-output``) cannot, and fails too. Each problem is a Sphinx warning at the
+cell (``page.md:LINE``): ``-W`` fails the build naming the page, the line and the cell's code.
 """
 
 import hashlib
@@ -22,12 +27,14 @@ from pathlib import Path
 
 import nbformat
 import torch
+from docutils import nodes
 from sphinx.util import logging
 
 import gpukit
 
 logger = logging.getLogger(__name__)
 
+TAG = "raises-exception"
 # Everything, besides a page's own code, that decides what its cells print.
 HASHED_TREES = ("src/gpukit", "conf/ipython")
 
@@ -102,7 +109,42 @@ def repair_on_start(app) -> None:
                     f"(their pages execute again):\n  {where}")  # fmt: skip
 
 
+def parts(node: nodes.Node, kind: str) -> list[nodes.Element]:
+    """The nodes under ``node`` that myst-nb marks as ``kind`` (``cell_code``, ...)."""
+    return [n for n in node.findall(nodes.Element) if n.get("nb_element") == kind]
+
+
+def cell_problem(cell: nodes.Element) -> str | None:
+    """Why a ``raises-exception`` cell is wrong, or ``None`` when it shows an error."""
+    outputs = parts(cell, "cell_code_output")
+    if not outputs:
+        return (
+            "has its outputs removed (remove-output), so its error can be neither shown nor "
+            "checked: drop remove-output"
+        )
+    for output in outputs:  # myst-nb renders an error with the class "traceback"
+        if any("traceback" in node.get("classes", ()) for node in output.findall(nodes.Element)):
+            return None
+    return "ran without raising: make it raise, or remove the tag"
+
+
+def check_raises(app, doctree: nodes.document) -> None:
+    # Only a page that myst-nb executed or took from the cache has outputs to check (not, e.g.,
+    # with nb_execution_mode=off).
+    if not getattr(app.env, "nb_metadata", {}).get(app.env.docname, {}).get("exec_data"):
+        return
+    for cell in parts(doctree, "cell_code"):
+        if TAG in cell.get("cell_metadata", {}).get("tags", []) and (why := cell_problem(cell)):
+            source = "".join(n.astext() for n in parts(cell, "cell_code_source"))
+            code = "\n".join("    " + line for line in source.splitlines()) or "    (source hidden)"
+            logger.warning(
+                "code cell tagged %s %s:\n%s", TAG, why, code,
+                location=cell, type="gpukit", subtype="raises-exception",
+            )  # fmt: skip
+
+
 def setup(app):
     # After myst-nb's own builder-inited handler, which resolves the cache path.
     app.connect("builder-inited", repair_on_start, priority=600)
+    app.connect("doctree-read", check_raises)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
