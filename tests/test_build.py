@@ -113,6 +113,8 @@ def test_gpu_guard_stops_a_build_on_a_machine_with_too_few_gpus(tmp_path: Path) 
     assert "Executing notebook" not in guarded.log  # it stops before executing anything
     unguarded = sphinx_build(site, "en", tmp_path / "out2", env={"GPUKIT_REQUIRE_GPUS": "0"})
     assert unguarded.returncode == 0, unguarded.log
+    # Without the guard the page says that it ran on fewer GPUs than it is written for.
+    assert f"This page is written for {wanted} GPU(s)" in unguarded.page("page")
 
 
 def test_failing_cell_fails_the_build_and_names_the_page(tmp_path: Path) -> None:

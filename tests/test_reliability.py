@@ -234,7 +234,8 @@ def test_cache_key_changes_with_every_gpukit_file(key_root: Path) -> None:
 
 def test_cache_key_changes_with_new_renamed_and_profile_files(key_root: Path) -> None:
     key = execution.cache_key(key_root, "quick")
-    gpukit_dir = key_root / "src" / "gpukit"
+    gpukit_dir = key_root / "src" / "gpukit" / "zz"  # last: a rename keeps its place in order
+    gpukit_dir.mkdir()
     new = gpukit_dir / "extra.py"
     new.write_text("X = 1\n", encoding="utf-8")
     assert execution.cache_key(key_root, "quick") != key

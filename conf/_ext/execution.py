@@ -68,10 +68,9 @@ def cache_key(root: Path, profile: str) -> str:
 
 def _readable(path: Path) -> bool:
     try:
-        nbformat.reads(path.read_text(encoding="utf-8"), nbformat.NO_CONVERT)
+        return bool(nbformat.reads(path.read_text(encoding="utf-8"), nbformat.NO_CONVERT))
     except Exception:  # missing, truncated, not JSON, not a notebook: all mean "not usable"
         return False
-    return True
 
 
 def repair_cache(path: str | Path) -> list[str]:

@@ -38,14 +38,10 @@ class details(nodes.General, nodes.Element):
 
 
 def visit_details(self, node: details) -> None:
+    classes = " ".join(["details", *node["classes"]])
     self.body.append(
-        f'<details class="{" ".join(["details", *node["classes"]])}">'
-        f"<summary>{self.encode(node['summary'])}</summary>\n"
+        f'<details class="{classes}"><summary>{self.encode(node["summary"])}</summary>\n'
     )
-
-
-def depart_details(self, node: details) -> None:
-    self.body.append("</details>\n")
 
 
 class Details(SphinxDirective):
@@ -90,7 +86,7 @@ class MachineCases(SphinxDirective):
 def setup(app):
     # As a config value, the kind of machine makes a build on another kind read every page again.
     app.add_config_value("machine_case", this_machine(), "env", types=[str])
-    app.add_node(details, html=(visit_details, depart_details))
+    app.add_node(details, html=(visit_details, lambda self, node: self.body.append("</details>\n")))
     app.add_directive("details", Details)
     app.add_directive("case", Case)
     app.add_directive("machine-cases", MachineCases)
