@@ -1,7 +1,5 @@
 """Every task of the project: ``nox`` runs the checks, ``nox -s docs`` builds the site."""
 
-from __future__ import annotations
-
 import os
 import sys
 import tomllib
@@ -21,10 +19,9 @@ BUILD = DOCS / "_build"
 PROFILES = ("quick", "full")
 
 
-# -- Helpers --------------------------------------------------------------------------------
 def install(session: nox.Session, *extras: str) -> None:
     """Install gpukit (editable, so pages see the working tree) with the given extras."""
-    session.install("-e", f".[{','.join(extras)}]" if extras else ".")
+    session.install("-e", f".[{','.join(extras)}]")
 
 
 def install_extras_only(session: nox.Session, *extras: str) -> None:
@@ -34,39 +31,30 @@ def install_extras_only(session: nox.Session, *extras: str) -> None:
 
 
 def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Take ``--profile quick|full`` and ``--require-gpus`` out of the session arguments.
-
-    Returns the environment that carries them to conf.py and the kernel, and the rest.
-    """
-    env: dict[str, str] = {}
-    rest = list(args)
+    """Take ``--profile quick|full`` and ``--require-gpus`` out of the session arguments: the
+    environment that carries them to conf.py and the kernel, and the other arguments."""
+    env, rest = {}, list(args)
     if "--require-gpus" in rest:
         rest.remove("--require-gpus")
         env["GPUKIT_REQUIRE_GPUS"] = "1"
     if "--profile" in rest:
         at = rest.index("--profile")
-        if at + 1 >= len(rest) or rest[at + 1] not in PROFILES:
+        env["GPUKIT_PROFILE"] = (rest[at + 1 : at + 2] or [""])[0]
+        if env["GPUKIT_PROFILE"] not in PROFILES:
             raise SystemExit(f"--profile takes one of {', '.join(PROFILES)}")
-        env["GPUKIT_PROFILE"] = rest[at + 1]
         del rest[at : at + 2]
     return env, rest
 
 
-def sphinx_build(session: nox.Session, lang: str, builder: str, *args: str, **kw) -> None:
-    session.run("sphinx-build", *sphinx_build_args(DOCS, BUILD, lang, builder), *args, **kw)
-
-
-# -- Sessions -------------------------------------------------------------------------------
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build both languages into docs/_build/html (extra arguments go to sphinx-build)."""
     install(session, "docs")
     env, args = split_profile(session.posargs)
     for lang in LANGUAGES:
-        sphinx_build(session, lang, "html", *args, env=env)
-    # html/jupyter_execute (myst-nb's scratch notebooks and the figures the pages depend on)
-    # stays: deleting it would make every later build read those pages again. The GPU
-    # workflow leaves it out of the deployed site.
+        session.run("sphinx-build", *sphinx_build_args(DOCS, BUILD, lang), *args, env=env)
+    # html/jupyter_execute (myst-nb's notebooks and figures) stays: deleting it would make every
+    # later build read those pages again. The GPU workflow leaves it out of the deployed site.
 
 
 @nox.session
@@ -74,10 +62,9 @@ def browser(session: nox.Session) -> None:
     """The built site in a real browser (Chromium, headless): run ``nox -s docs`` first.
 
     Serves docs/_build/html (or $GPUKIT_SITE) on 127.0.0.1; screenshots land in
-    docs/_build/screenshots. Needs no torch: only the test and browser extras are installed.
-    """
+    docs/_build/screenshots. Without torch: only the test and browser extras are installed."""
     site = Path(os.environ.get("GPUKIT_SITE", BUILD / "html"))
-    if not (site / "en" / "index.html").is_file() or not (site / "zh" / "index.html").is_file():
+    if not all((site / lang / "index.html").is_file() for lang in LANGUAGES):
         session.error(f"no built site in {site}: run `nox -s docs` first")
     install_extras_only(session, "test", "browser")
     # ``nox -s browser -- tests/browser/test_search.py`` runs just that file.
@@ -90,17 +77,10 @@ def docs_live(session: nox.Session) -> None:
     install(session, "docs", "live")
     env, args = split_profile(session.posargs)
     lang = args.pop(0) if args and args[0] in LANGUAGES else "en"
+    watch = ("-c", "conf", "--watch", "conf", "--watch", "src")
     session.run(
-        "sphinx-autobuild",
-        "-t", lang,
-        "-c", "conf",
-        "--watch", "conf",
-        "--watch", "src",
-        str(DOCS / lang),
-        str(BUILD / "live" / lang),
-        *args,
-        env=env,
-    )  # fmt: skip
+        "sphinx-autobuild", "-t", lang, *watch, DOCS / lang, BUILD / "live" / lang, *args, env=env
+    )
 
 
 @nox.session
@@ -119,11 +99,8 @@ def doctest(session: nox.Session) -> None:
     for lang in LANGUAGES:
         # The doctests live in docstrings and prose: executing the notebooks adds nothing here,
         # and unexecuted notebooks neither name their lexer nor hold the values prose glues.
-        sphinx_build(
-            session, lang, "doctest",
-            "-D", "nb_execution_mode=off",
-            "-D", "suppress_warnings=myst-nb.lexer,mystnb.glue",
-        )  # fmt: skip
+        off = ("-D", "nb_execution_mode=off", "-D", "suppress_warnings=myst-nb.lexer,mystnb.glue")
+        session.run("sphinx-build", *sphinx_build_args(DOCS, BUILD, lang, "doctest"), *off)
 
 
 @nox.session
@@ -139,8 +116,7 @@ def lint(session: nox.Session) -> None:
 def workflows(session: nox.Session) -> None:
     """Lint .github/workflows offline (actionlint, zizmor, check-jsonschema), without torch.
 
-    The same test runs in ``nox -s tests``; this session skips installing gpukit.
-    """
+    The same test runs in ``nox -s tests``; this session skips installing gpukit."""
     session.install("pyyaml")
     install_extras_only(session, "test")
     session.run("pytest", "tests/test_workflows.py", "-p", "no:cacheprovider", *session.posargs)
@@ -151,6 +127,6 @@ def parity(session: nox.Session) -> None:
     """en and zh pages match (code cells, labels, references) and no translation is stale.
 
     ``nox -s parity -- --refresh zh/<page>.md`` records that a translation is up to date.
-    """
-    session.install("pyyaml")
+    Pages are read by myst-nb, without torch: only the docs extra is installed."""
+    install_extras_only(session, "docs")
     session.run("python", "conf/parity.py", *session.posargs)

@@ -12,13 +12,12 @@ from pathlib import Path
 
 CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
-sys.path.insert(0, str(CONF_DIR / "_ext"))
-sys.path.insert(1, str(CONF_DIR))
+sys.path[:0] = [str(CONF_DIR / "_ext"), str(CONF_DIR)]
 
-from languages import LANGUAGES  # noqa: E402
+from languages import LANGUAGES, MYST_EXTENSIONS  # noqa: E402
 
 import gpukit  # noqa: E402
-from execution_cache import cache_folder, tree_hash  # noqa: E402
+from execution import cache_key, tree_hash  # noqa: E402
 
 # -- Language -------------------------------------------------------------------------------
 chosen = [code for code in LANGUAGES if tags.has(code)]  # noqa: F821 (Sphinx injects `tags`)
@@ -46,17 +45,12 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.doctest",
     "sphinx_copybutton",
-    "language_switch",
     "cjk_linebreaks",  # a line break between Chinese characters is not a space
-    "provenance",
+    "provenance",  # which machine produced the outputs; GPUs missing: a notice, or a failure
     "machine_cases",  # this machine's explanation first, the others collapsed
-    "gpu_guard",
-    "raises_check",  # a cell tagged raises-exception must raise
-    "cache_repair",  # an interrupted build leaves no half-written cache entry behind
-    "exec_table",  # the About page's execution table in the page's language, status as text
+    "execution",  # no half-written cache entry after a kill; raises-exception cells must raise
     "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
     "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
-    "accessibility",  # toctree captions get the aria-level their heading role needs
     "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN
 ]
 exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]
@@ -71,15 +65,9 @@ nitpick_ignore_regex = [
 ]
 autodoc_member_order = "bysource"
 # The docstrings' examples run with every public name of gpukit in scope, as under pytest.
-doctest_global_setup = """
-from pathlib import Path
-import matplotlib
-import torch
-from torch import nn
-import gpukit
-from gpukit import *
-"""
-myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
+doctest_global_setup = "from pathlib import Path\nimport matplotlib\nimport torch\n"
+doctest_global_setup += "from torch import nn\nimport gpukit\nfrom gpukit import *\n"
+myst_enable_extensions = MYST_EXTENSIONS
 
 # -- Execution ------------------------------------------------------------------------------
 # The kernel inherits this environment: it reads the profile from GPUKIT_PROFILE, and its
@@ -87,14 +75,12 @@ myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
 profile = gpukit.current_profile()
 os.environ[gpukit.profiles.ENV_VAR] = profile.name
 os.environ["IPYTHONDIR"] = str(CONF_DIR / "ipython")
-# Idle OpenMP threads sleep instead of spinning: on a busy 2-core machine spinning threads
-# made small training steps 5-20x slower (measured on a 2-core machine).
+# Idle OpenMP threads sleep instead of spinning: spinning threads made small training steps
+# 5-20x slower on a busy 2-core machine (measured).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 nb_execution_mode = "cache"
-nb_execution_cache_path = str(
-    cache_folder(ROOT / "docs" / "_build" / ".jupyter_cache", ROOT, profile.name)
-)
+nb_execution_cache_path = str(ROOT / "docs/_build/.jupyter_cache" / cache_key(ROOT, profile.name))
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True  # the failure names the page, the cell and the error
 # Per cell, in seconds: a hung cell fails the build instead of stalling it. Quick has room
@@ -117,8 +103,33 @@ def copy_root_index(app, exception) -> None:
         shutil.copyfile(CONF_DIR / "root_index.html", Path(app.outdir).parent / "index.html")
 
 
+def link_other_language(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """The language switch: the languages are built into sibling folders from mirrored sources,
+    so a page's counterpart has the same name one folder over (relative: works from file://)."""
+    other = next(lang for code, lang in LANGUAGES.items() if code != site_language)
+    url = "../" * (pagename.count("/") + 1) + f"{other.code}/{pagename}.html"
+    context["this_language"] = LANGUAGES[site_language]
+    context["other_language"] = {"url": url, "name": other.name, "hreflang": other.hreflang}
+
+
+def add_heading_levels(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Sphinx 8.2 writes a toctree's caption as ``<p class="caption" role="heading">`` without
+    the ``aria-level`` the role requires (axe-core: aria-required-attr, critical), in the body and
+    in furo's sidebar. The captions name sections of the table of contents: level 2. (Scrollable
+    code blocks become keyboard-focusable in _static/gpukit.js: whether one scrolls depends on
+    the screen.)"""
+    caption = 'class="caption" role="heading"'
+    for part in ("body", "toc", "furo_navigation_tree"):  # the parts that hold toctrees
+        if isinstance(context.get(part), str):
+            context[part] = context[part].replace(caption, caption + ' aria-level="2"')
+
+
 def setup(app):
     app.add_config_value("site_extensions_hash", "", "env", types=[str])
+    app.add_config_value("site_language", "en", "html", types=[str])
+    app.connect("html-page-context", link_other_language)
+    # After furo (priority 500), which builds its sidebar tree in the same event.
+    app.connect("html-page-context", add_heading_levels, priority=900)
     app.connect("build-finished", copy_root_index)
 
 
@@ -127,21 +138,10 @@ html_theme = "furo"
 html_css_files = ["gpukit.css"]
 html_search_scorer = str(CONF_DIR / "_static" / "search_scorer.js")
 html_js_files = ["gpukit.js"]  # scrollable code blocks become keyboard-focusable
-html_sidebars = {
-    "**": [
-        "sidebar/brand.html",
-        "sidebar/languages.html",
-        "sidebar/search.html",
-        "sidebar/scroll-start.html",
-        "sidebar/navigation.html",
-        "sidebar/scroll-end.html",
-    ]
-}
-html_theme_options = {
-    "source_repository": repository_url,
-    "source_branch": "main",
-    "source_directory": f"docs/{site_language}/",
-}
+sidebar = ("brand", "languages", "search", "scroll-start", "navigation", "scroll-end")
+html_sidebars = {"**": [f"sidebar/{name}.html" for name in sidebar]}
+html_theme_options = {"source_repository": repository_url, "source_branch": "main"}
+html_theme_options["source_directory"] = f"docs/{site_language}/"
 html_last_updated_fmt = None
 
 # -- Copy button ----------------------------------------------------------------------------
@@ -152,15 +152,10 @@ copybutton_only_copy_prompt_lines = True  # a pasted session's output lines are 
 copybutton_selector = "div:not(.output) > div.highlight > pre"
 
 # -- Notebooks and Colab --------------------------------------------------------------------
-# Every executed page offers its notebook, with outputs, as _notebooks/<page>.ipynb in its own
-# language's folder (conf/_ext/notebooks.py). Colab opens notebooks only from GitHub paths, and
-# the repository holds the MyST sources, not notebooks: so the GPU workflow that deploys the
-# hosted site also publishes the built notebooks to the branch `notebooks` of this repository,
-# as <lang>/<page>.ipynb (from docs/_build/html/<lang>/_notebooks/), and the Colab link opens
-# that copy: the notebook of the deployed build, outputs included.
+# Every executed page offers its notebook, with outputs, as _notebooks/<page>.ipynb
+# (conf/_ext/notebooks.py). Colab opens notebooks only from GitHub, and the repository holds
+# MyST sources: so the GPU workflow that deploys the site also publishes the built notebooks to
+# the branch `notebooks`, as <lang>/<page>.ipynb, and the Colab link opens that copy.
 notebooks_repository_url = repository_url  # where the notebook's first cell installs gpukit from
-notebooks_colab_url = (
-    "https://colab.research.google.com/github/"
-    + repository_url.removeprefix("https://github.com/")
-    + "/blob/notebooks/{lang}/{page}.ipynb"
-)
+notebooks_colab_url = f"https://colab.research.google.com/github/{owner}/{repository}"
+notebooks_colab_url += "/blob/notebooks/{lang}/{page}.ipynb"

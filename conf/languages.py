@@ -4,8 +4,6 @@ conf.py, the noxfile, conf/parity.py, the extensions and the tests all read them
 Only the standard library is used: the browser tests and parity run without Sphinx or torch.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +25,8 @@ LANGUAGES = {
 }
 # Pages are written in English and translated into Chinese (conf/parity.py).
 SOURCE, TRANSLATION = LANGUAGES
+# The MyST syntax of the pages, for Sphinx (conf.py) and for conf/parity.py.
+MYST_EXTENSIONS = ["colon_fence", "dollarmath", "amsmath"]
 
 
 def sphinx_build_args(docs: Path, build: Path, lang: str, builder: str = "html") -> list[str]:
@@ -35,12 +35,6 @@ def sphinx_build_args(docs: Path, build: Path, lang: str, builder: str = "html")
     Warnings are errors (``-W``, all of them reported: ``--keep-going``), and so is a
     reference that does not resolve (``-n``). The output goes to ``build/<builder>/<lang>``.
     """
-    return [
-        "-b", builder,
-        "-t", lang,
-        "-c", str(CONF_DIR),
-        "-d", str(build / "doctrees" / builder / lang),
-        "-W", "--keep-going", "-n",
-        str(docs / lang),
-        str(build / builder / lang),
-    ]  # fmt: skip
+    doctrees, out = build / "doctrees" / builder / lang, build / builder / lang
+    options = ["-b", builder, "-t", lang, "-c", str(CONF_DIR), "-d", str(doctrees)]
+    return [*options, "-W", "--keep-going", "-n", str(docs / lang), str(out)]

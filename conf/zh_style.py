@@ -2,18 +2,13 @@
 
 Run by ``nox -s lint`` (``python conf/zh_style.py``; ``--fix`` repairs the spacing). It reads
 the prose of ``docs/zh/*.md`` (not code cells, code, math or link targets) and the text of every
-figure in ``docs/img`` that holds Chinese, and reports, with file and line:
-
-- a missing space between a Chinese character and a Latin letter, a digit, inline code, a role
-  or math (「在 GPU 上」, 「调用 `x` 时」), and a space next to full-width punctuation;
-- a term that the glossary rules out (``VARIANTS``: 主机内存, 0 号 GPU, 操作 for operation, ...);
-- a long number without digit grouping (60,000), or grouping next to 万/亿 (约 1120 万);
-- a figure with Chinese text whose font-family names no Chinese font first among its fallbacks.
-
-Only the standard library is used. Exit status 1 if anything is found.
+figure in ``docs/img`` that holds Chinese, and reports, with file and line: a missing space
+between a Chinese character and a Latin letter, a digit, inline code, a role or math (「在 GPU
+上」, 「调用 `x` 时」), or a space next to full-width punctuation; a term the glossary rules out
+(``VARIANTS``), including numbers grouped otherwise than 60,000 and 约 1120 万; a figure whose
+font-family names no Chinese font first, or with English labels. Only the standard library is
+used. Exit status 1 if anything is found.
 """
-
-from __future__ import annotations
 
 import argparse
 import re
@@ -159,13 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         p for page in sorted((args.docs / "zh").rglob("*.md")) for p in check_page(page, args.fix)
     ]
     problems += [p for svg in sorted((args.docs / "img").glob("*.svg")) for p in check_figure(svg)]
-    for problem in problems:
-        print(problem)
-    print(
-        f"zh_style: {len(problems)} problem(s)"
-        if problems
-        else "zh_style: the Chinese pages follow the style"
-    )
+    summary = f"{len(problems)} problem(s)" if problems else "the Chinese pages follow the style"
+    print(*problems, f"zh_style: {summary}", sep="\n")
     return 1 if problems else 0
 
 

@@ -19,7 +19,7 @@ from sphinx_site import (
 )
 
 import gpukit
-from execution_cache import tree_hash
+from execution import tree_hash
 from machine_cases import this_machine
 
 # Sphinx's own warnings; ipykernel's "[IPKernelApp] WARNING | ..." line is not one.
@@ -113,6 +113,8 @@ def test_gpu_guard_stops_a_build_on_a_machine_with_too_few_gpus(tmp_path: Path) 
     assert "Executing notebook" not in guarded.log  # it stops before executing anything
     unguarded = sphinx_build(site, "en", tmp_path / "out2", env={"GPUKIT_REQUIRE_GPUS": "0"})
     assert unguarded.returncode == 0, unguarded.log
+    # Without the guard the page says that it ran on fewer GPUs than it is written for.
+    assert f"This page is written for {wanted} GPU(s)" in unguarded.page("page")
 
 
 def test_failing_cell_fails_the_build_and_names_the_page(tmp_path: Path) -> None:
@@ -180,7 +182,7 @@ def test_chinese_lines_join_without_a_space(built: dict) -> None:
 
 def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) -> None:
     """``{build-info}`` shows facts from outside its page (the machine, the date): the page is
-    read on every build (conf/_ext/always_reread.py), and no longer once it drops them."""
+    read on every build (Sphinx's ``note_reread``), and no longer once it drops them."""
     site = copy_fixture_site(tmp_path / "src")
     about = site / "en" / "about.md"
     about.write_text("# About\n\n```{build-info}\n```\n", "utf-8")
@@ -239,7 +241,7 @@ def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path)
 
 
 def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
-    """The About page's execution table (conf/_ext/exec_table.py) and the index's learning path
+    """The About page's execution table (conf/_ext/provenance.py) and the index's learning path
     (conf/_ext/learning_path.py) in each language, with a status every font can show."""
     site = copy_fixture_site(tmp_path / "src")
     for lang in ("en", "zh"):

@@ -38,8 +38,8 @@ from sphinx_site import (
     sphinx_command,
 )
 
-import execution_cache
-from cache_repair import repair_cache
+import execution
+from execution import repair_cache
 
 LANG = "en"
 PAGES = ("outputs", "plain")  # the executed pages of tests/fixtures/reliability
@@ -205,7 +205,7 @@ def test_conf_fails_loudly_and_bounds_every_cell(monkeypatch, profile: str) -> N
     assert not conf.get("nb_execution_allow_errors", False)
     assert isinstance(conf["nb_execution_timeout"], int)
     assert 0 < conf["nb_execution_timeout"] <= 3600
-    assert {"raises_check", "cache_repair"} <= set(conf["extensions"])
+    assert "execution" in conf["extensions"]  # the cache repair and the raises-exception check
 
 
 # -- 3. The cache key follows gpukit; prose changes execute nothing -------------------------------
@@ -221,61 +221,62 @@ def key_root(tmp_path: Path) -> Path:
 
 
 def test_cache_key_changes_with_every_gpukit_file(key_root: Path) -> None:
-    key = execution_cache.cache_key(key_root, "quick")
+    key = execution.cache_key(key_root, "quick")
     files = sorted(p for p in (key_root / "src" / "gpukit").rglob("*") if p.is_file())
     assert len(files) >= 5
     for path in files:
         original = path.read_bytes()
         path.write_bytes(original + b"\n# changed\n")
-        assert execution_cache.cache_key(key_root, "quick") != key, path
+        assert execution.cache_key(key_root, "quick") != key, path
         path.write_bytes(original)
-    assert execution_cache.cache_key(key_root, "quick") == key
+    assert execution.cache_key(key_root, "quick") == key
 
 
 def test_cache_key_changes_with_new_renamed_and_profile_files(key_root: Path) -> None:
-    key = execution_cache.cache_key(key_root, "quick")
-    gpukit_dir = key_root / "src" / "gpukit"
+    key = execution.cache_key(key_root, "quick")
+    gpukit_dir = key_root / "src" / "gpukit" / "zz"  # last: a rename keeps its place in order
+    gpukit_dir.mkdir()
     new = gpukit_dir / "extra.py"
     new.write_text("X = 1\n", encoding="utf-8")
-    assert execution_cache.cache_key(key_root, "quick") != key
-    with_extra = execution_cache.cache_key(key_root, "quick")
+    assert execution.cache_key(key_root, "quick") != key
+    with_extra = execution.cache_key(key_root, "quick")
     new.rename(gpukit_dir / "other.py")
-    renamed = execution_cache.cache_key(key_root, "quick")
+    renamed = execution.cache_key(key_root, "quick")
     assert renamed not in (key, with_extra)  # the same bytes under another name
     (gpukit_dir / "other.py").unlink()
-    assert execution_cache.cache_key(key_root, "quick") == key
+    assert execution.cache_key(key_root, "quick") == key
     # The IPython profile shapes every output (e.g. how tracebacks look).
     startup = next((key_root / "conf" / "ipython").rglob("*.py"))
     startup.write_text(startup.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
-    assert execution_cache.cache_key(key_root, "quick") != key
+    assert execution.cache_key(key_root, "quick") != key
 
 
 def test_cache_key_ignores_prose_and_bytecode(key_root: Path) -> None:
-    key = execution_cache.cache_key(key_root, "quick")
+    key = execution.cache_key(key_root, "quick")
     (key_root / "docs" / "en" / "page.md").write_text("# Other prose\n", encoding="utf-8")
     (key_root / "README.md").write_text("# Changed\n", encoding="utf-8")
     cache = key_root / "src" / "gpukit" / "__pycache__"
     cache.mkdir()
     (cache / "data.cpython-311.pyc").write_bytes(b"\0\1\2")
-    assert execution_cache.cache_key(key_root, "quick") == key
+    assert execution.cache_key(key_root, "quick") == key
 
 
 def test_cache_key_ignores_editor_lock_files(key_root: Path) -> None:
     # Emacs marks an unsaved buffer with a dangling link ".#<name>"; docs-live rebuilds then.
-    key = execution_cache.cache_key(key_root, "quick")
+    key = execution.cache_key(key_root, "quick")
     gpukit_dir = key_root / "src" / "gpukit"
     (gpukit_dir / ".#devices.py").symlink_to("user@host.1234:1700000000")
     (gpukit_dir / ".#backup.py").write_text("X = 1\n", encoding="utf-8")
-    assert execution_cache.cache_key(key_root, "quick") == key
+    assert execution.cache_key(key_root, "quick") == key
 
 
 def test_cache_key_names_profile_torch_and_hardware(key_root: Path) -> None:
     import torch
 
-    quick = execution_cache.cache_key(key_root, "quick")
-    full = execution_cache.cache_key(key_root, "full")
+    quick = execution.cache_key(key_root, "quick")
+    full = execution.cache_key(key_root, "full")
     assert quick != full
-    assert quick.startswith(execution_cache.hardware_signature() + "-quick-")
+    assert quick.startswith(execution.hardware_signature() + "-quick-")
     assert f"-torch{torch.__version__.split('+')[0]}-" in quick
 
 
@@ -286,20 +287,20 @@ def test_cache_key_tells_cpu_machines_apart(key_root: Path, monkeypatch) -> None
 
     monkeypatch.setattr(devices, "num_gpus", lambda: 0)
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
-    keys = {execution_cache.cache_key(key_root, "quick")}
+    keys = {execution.cache_key(key_root, "quick")}
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
-    keys.add(execution_cache.cache_key(key_root, "quick"))
+    keys.add(execution.cache_key(key_root, "quick"))
     monkeypatch.setattr(devices, "_cpu_model", lambda: "Intel(R) Xeon(R) CPU @ 2.20GHz")
-    keys.add(execution_cache.cache_key(key_root, "quick"))
+    keys.add(execution.cache_key(key_root, "quick"))
     monkeypatch.setattr(devices.os, "cpu_count", lambda: 64)
-    keys.add(execution_cache.cache_key(key_root, "quick"))
+    keys.add(execution.cache_key(key_root, "quick"))
     assert len(keys) == 4, keys
     assert all(re.fullmatch(r"[\w.+=-]+", key) for key in keys), keys
 
 
 def test_conf_puts_the_cache_in_the_keyed_folder(monkeypatch) -> None:
     conf = load_conf(monkeypatch, "quick")
-    key = execution_cache.cache_key(ROOT, "quick")
+    key = execution.cache_key(ROOT, "quick")
     assert conf["nb_execution_mode"] == "cache"
     assert Path(conf["nb_execution_cache_path"]) == ROOT / "docs/_build/.jupyter_cache" / key
 

@@ -9,13 +9,9 @@ to a Latin word (``用 PyTorch\\n计算``) stays a space, as the author intended
 markup of a link or an emphasis next to the break is invisible: ``中文\\n[图 1](#a)`` joins.
 """
 
-from __future__ import annotations
-
 import re
-from typing import Any
 
 from docutils import nodes
-from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 
 CJK = r"\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef"
@@ -28,47 +24,39 @@ MARKDOWN_BREAK_BETWEEN_CJK = re.compile(
 CODE = (nodes.literal, nodes.literal_block, nodes.raw, nodes.math, nodes.math_block)
 
 
-def join_cjk_lines(text: str) -> str:
-    """``'中文\\n段落'`` -> ``'中文段落'``; ``'PyTorch\\n计算'`` keeps its break."""
-    return BREAK_BETWEEN_CJK.sub("", text)
-
-
 def join_cjk_markdown(text: str) -> str:
     """``'中文\\n**段落**'`` -> ``'中文**段落**'``; ``'中文\\n* 列表'`` keeps its break."""
     return MARKDOWN_BREAK_BETWEEN_CJK.sub(r"\1", text)
 
 
-def _cjk_at(node: nodes.Node | None, end: int) -> bool:
-    text = node.astext() if node is not None else ""
-    return bool(text) and bool(IS_CJK.match(text[end]))
+def _cjk_at(node: nodes.Node, end: int) -> bool:
+    text = node.astext()
+    return bool(text and IS_CJK.match(text[end]))
 
 
 class JoinCJKLines(SphinxTransform):
     default_priority = 900
 
-    def apply(self, **kwargs: Any) -> None:
+    def apply(self, **kwargs) -> None:
         if not self.config.language.startswith("zh"):
             return
         for text in list(self.document.findall(nodes.Text)):
             parent = text.parent
             if parent is None or isinstance(parent, CODE) or "\n" not in text:
                 continue
-            if not text.strip():
-                # MyST makes each soft line break a Text node of its own. Text nodes are
-                # strings: parent.index() and parent.remove() would find the first break that
-                # is *equal* to this one (a kept break next to a Latin word, say), so look the
-                # node up by identity.
-                at = next(i for i, child in enumerate(parent.children) if child is text)
-                before = parent[at - 1] if at > 0 else None
-                after = parent[at + 1] if at + 1 < len(parent) else None
-                if _cjk_at(before, -1) and _cjk_at(after, 0):
-                    del parent[at]
+            if text.strip():  # '中文\n段落' -> '中文段落'; 'PyTorch\n计算' keeps its break
+                if (joined := BREAK_BETWEEN_CJK.sub("", text)) != text:
+                    parent.replace(text, nodes.Text(joined))
                 continue
-            joined = join_cjk_lines(str(text))
-            if joined != text:
-                parent.replace(text, nodes.Text(joined))
+            # MyST makes each soft line break a Text node of its own. Text nodes are strings:
+            # parent.index() and parent.remove() would find the first break that is *equal* to
+            # this one (a kept break next to a Latin word, say), so look it up by identity.
+            at = next(i for i, child in enumerate(parent.children) if child is text)
+            around = parent.children[at - 1 : at + 2] if at else []
+            if len(around) == 3 and _cjk_at(around[0], -1) and _cjk_at(around[2], 0):
+                del parent[at]
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app):
     app.add_transform(JoinCJKLines)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

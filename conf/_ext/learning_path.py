@@ -1,33 +1,25 @@
 """The index's learning path: a table of the pages, each with what it teaches, the time it takes
-to read and the GPUs its full run wants, the last two taken from the page itself.
-
-The index lists one page per line, its name and what it teaches::
+to read and the GPUs its full run wants, the last two taken from the page itself::
 
     :::{learning-path}
     use-gpu: Put tensors and models on a device and copy between devices.
     :::
 
-The reading time is counted from the page's source in this language (prose and code, at
-``WORDS_PER_MINUTE`` words or ``CJK_PER_MINUTE`` Chinese characters a minute, rounded up to
-five minutes); the GPUs are the page's front matter ``gpus:`` (what ``--require-gpus`` checks).
-Both change with the page, so the index notes each page as a dependency and is read again
-whenever one of them changes.
+The reading time is counted from the page's source in this language (prose and code, rounded up
+to five minutes); the GPUs are its front matter ``gpus:`` (what ``--require-gpus`` checks). Both
+change with the page, so the index depends on each page and is read again when one changes.
 """
-
-from __future__ import annotations
 
 import math
 import re
 from pathlib import Path
-from typing import Any
 
 from docutils import nodes
 from sphinx import addnodes
-from sphinx.application import Sphinx
 from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
-from gpu_guard import front_matter
+from provenance import gpus_wanted
 
 WORDS_PER_MINUTE = 200  # Latin words: English prose and code
 CJK_PER_MINUTE = 450  # Chinese characters (about 2.3 per English word of the same text)
@@ -46,6 +38,10 @@ def reading_minutes(text: str) -> int:
     return max(5, 5 * math.ceil(minutes / 5))
 
 
+def row(*cells: nodes.Node) -> nodes.row:
+    return nodes.row("", *(nodes.entry("", cell) for cell in cells))
+
+
 class LearningPath(SphinxDirective):
     """``{learning-path}``: one ``page: what it teaches`` per line."""
 
@@ -53,49 +49,34 @@ class LearningPath(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         headers = (_("Page"), _("What you will learn"), _("Reading time"), _("GPUs (full run)"))
-        table = nodes.table(classes=["learning-path"])
-        group = nodes.tgroup(cols=len(headers))
-        table += group
-        group += [nodes.colspec(colwidth=width) for width in (20, 56, 12, 12)]
-        head = nodes.thead()
-        group += head
-        head += self.row([nodes.paragraph(text=h) for h in headers])
         body = nodes.tbody()
-        group += body
         for offset, line in enumerate(self.content):
             if not line.strip():
                 continue
-            page, colon, summary = line.partition(":")
-            page = page.strip()
+            page, colon, summary = (part.strip() for part in line.partition(":"))
             path = Path(self.env.doc2path(page))
             if not colon or not path.is_file():
                 raise self.error(f"learning-path: 'page: what it teaches', got {line!r}")
             self.env.note_dependency(str(path))
-            text = path.read_text(encoding="utf-8")
             link = addnodes.pending_xref(
                 "", nodes.inline(text=page), refdomain="std", reftype="doc",
                 reftarget=page, refexplicit=False, refwarn=True, refdoc=self.env.docname,
             )  # fmt: skip
-            taught, messages = self.state.inline_text(summary.strip(), self.content_offset + offset)
-            gpus = front_matter(path).get("gpus", 0)
-            body += self.row(
-                [
-                    nodes.paragraph("", "", link),
-                    nodes.paragraph("", "", *taught, *messages),
-                    nodes.paragraph(text=_("{n} min").format(n=reading_minutes(text))),
-                    nodes.paragraph(text=str(gpus) if gpus else _("none")),
-                ]
+            taught, messages = self.state.inline_text(summary, self.content_offset + offset)
+            minutes = reading_minutes(path.read_text(encoding="utf-8"))
+            gpus = gpus_wanted(path)
+            body += row(
+                nodes.paragraph("", "", link),
+                nodes.paragraph("", "", *taught, *messages),
+                nodes.paragraph(text=_("{n} min").format(n=minutes)),
+                nodes.paragraph(text=str(gpus) if gpus else _("none")),
             )
-        return [table]
-
-    @staticmethod
-    def row(cells: list[nodes.Node]) -> nodes.row:
-        row = nodes.row()
-        for cell in cells:
-            row += nodes.entry("", cell)
-        return row
+        head = nodes.thead("", row(*(nodes.paragraph(text=h) for h in headers)))
+        columns = [nodes.colspec(colwidth=width) for width in (20, 56, 12, 12)]
+        group = nodes.tgroup("", *columns, head, body, cols=len(headers))
+        return [nodes.table("", group, classes=["learning-path"])]
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app):
     app.add_directive("learning-path", LearningPath)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -2,34 +2,25 @@
 
 A page's outputs come from one machine: a CPU-only laptop, a machine with one GPU, or one with
 several. Where the text reads differently for each, the page gives one ``{case}`` per kind of
-machine inside ``{machine-cases}``, and the build shows the case of the machine that executed
-the page as ordinary text, followed by the other cases in a collapsed block::
+machine (``cpu``, ``gpu``, ``gpus``; one case may name several) inside ``{machine-cases}``, and
+the build shows the case of the machine that executed the page as ordinary text, followed by
+the other cases in a collapsed block::
 
     ::::{machine-cases}
     :::{case} gpus
     **Two or more GPUs.** ...
     :::
-    :::{case} gpu
-    **One GPU.** ...
-    :::
-    :::{case} cpu
-    **CPU only.** ...
+    :::{case} cpu gpu
+    **One GPU or none.** ...
     :::
     ::::
-
-A case may name several kinds where their text is the same: ``:::{case} gpu gpus``.
 
 ``{details} Title`` is the collapsed block on its own, for material a first read can skip
 (deep dives, solutions). Both render as an HTML ``<details>`` element, which needs no script.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 from docutils import nodes
 from docutils.parsers.rst import directives
-from sphinx.application import Sphinx
 from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
@@ -47,45 +38,28 @@ class details(nodes.General, nodes.Element):
 
 
 def visit_details(self, node: details) -> None:
+    classes = " ".join(["details", *node["classes"]])
     self.body.append(
-        f'<details class="{" ".join(["details", *node["classes"]])}">'
-        f"<summary>{self.encode(node['summary'])}</summary>\n"
+        f'<details class="{classes}"><summary>{self.encode(node["summary"])}</summary>\n'
     )
-
-
-def depart_details(self, node: details) -> None:
-    self.body.append("</details>\n")
 
 
 class Details(SphinxDirective):
     """``{details} Title``: collapsed content with a title."""
 
-    required_arguments = 1
-    final_argument_whitespace = True
-    has_content = True
+    required_arguments, final_argument_whitespace, has_content = 1, True, True
 
     def run(self) -> list[nodes.Node]:
-        node = details(summary=self.arguments[0])
-        self.state.nested_parse(self.content, self.content_offset, node)
-        return [node]
+        return [details("", *self.parse_content_to_nodes(), summary=self.arguments[0])]
 
 
-def kinds_of(argument: str) -> list[str]:
-    """``"gpu gpus"`` -> ``["gpu", "gpus"]``; a word that is not a kind of machine is an error."""
-    return [directives.choice(word, CASES) for word in argument.split()]
-
-
-class Case(SphinxDirective):
+class Case(Details):
     """``{case} cpu|gpu|gpus ...``: the text for some kinds of machine, in ``{machine-cases}``."""
 
-    required_arguments = 1
-    final_argument_whitespace = True
-    has_content = True
-
     def run(self) -> list[nodes.Node]:
-        node = nodes.container(classes=["machine-case"], machine_case=kinds_of(self.arguments[0]))
-        self.state.nested_parse(self.content, self.content_offset, node)
-        return [node]
+        kinds = [directives.choice(word, CASES) for word in self.arguments[0].split()]
+        content = self.parse_content_to_nodes()
+        return [nodes.container("", *content, classes=["machine-case"], machine_case=kinds)]
 
 
 class MachineCases(SphinxDirective):
@@ -94,26 +68,25 @@ class MachineCases(SphinxDirective):
     has_content = True
 
     def run(self) -> list[nodes.Node]:
-        parsed = nodes.container()
-        self.state.nested_parse(self.content, self.content_offset, parsed)
-        cases = [n for n in parsed.children if n.get("machine_case")]
+        parsed = self.parse_content_to_nodes()
+        cases = [n for n in parsed if n.get("machine_case")]
         found = sorted(kind for n in cases for kind in n["machine_case"])
-        if len(cases) != len(parsed.children) or found != sorted(set(found)) or len(cases) < 2:
+        if len(cases) != len(parsed) or found != sorted(set(found)) or len(cases) < 2:
             raise self.error(
                 "machine-cases holds only {case} blocks, each kind of machine once, at least two "
                 f"of {', '.join(CASES)} (found {', '.join(found) or 'none'})"
             )
         here = this_machine()
-        mine = [n for n in cases if here in n["machine_case"]]
-        others = details(summary=_("On other machines"), classes=["machine-cases-others"])
-        others += [n for n in cases if here not in n["machine_case"]]
-        return [*mine, others]
+        others = [n for n in cases if here not in n["machine_case"]]
+        title, classes = _("On other machines"), ["machine-cases-others"]
+        collapsed = details("", *others, summary=title, classes=classes)
+        return [*(n for n in cases if here in n["machine_case"]), collapsed]
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app):
     # As a config value, the kind of machine makes a build on another kind read every page again.
     app.add_config_value("machine_case", this_machine(), "env", types=[str])
-    app.add_node(details, html=(visit_details, depart_details))
+    app.add_node(details, html=(visit_details, lambda self, node: self.body.append("</details>\n")))
     app.add_directive("details", Details)
     app.add_directive("case", Case)
     app.add_directive("machine-cases", MachineCases)

@@ -1,24 +1,19 @@
 """Offer every executed page as a Jupyter notebook that reads like the page, with its outputs.
 
 myst-nb writes each page's notebook to ``<build>/jupyter_execute/<page>.ipynb`` without its
-outputs (myst-nb 1.4 writes the notebook it read), in a folder that both languages share. So
-right after myst-nb has read a page, this extension merges the outputs from the execution cache
-into that notebook (this language's text) and keeps it in the build environment, which each
-language has to itself; a page that a build does not read again keeps its last notebook. Only
-the ``cache`` execution mode (the project's) keeps outputs; in another, pages offer none.
+outputs (myst-nb 1.4 writes the notebook it read), in a folder both languages share. So right
+after myst-nb has read a page, the outputs are merged from the execution cache into that notebook
+(this language's text), which is kept in the build environment, each language's own; a page a
+build does not read again keeps its last notebook. Only the ``cache`` execution mode (the
+project's) keeps outputs; in another, pages offer none.
 
-When the build finishes, each notebook goes to ``<outdir>/_notebooks/<page>.ipynb`` with its
-MyST turned into Markdown that Jupyter and Colab render like the page: targets and comments go;
-``{ref}``/``{numref}``/``{doc}`` become links to the hosted page (``site_url``) with the text
-Sphinx's standard domain gives them ("Fig. 1.2", a section's title); figures become images
-attached to their cell, caption below; ``literalinclude`` becomes the code block it shows;
-admonitions become block quotes with a bold title; glued values become their text; Chinese
-lines are joined as on the site; math stays ``$...$``.
-A first cell installs gpukit where it is missing (Colab) at the commit the site was built from,
-keeping the installed PyTorch. It is added after execution: the cache never depends on it.
+When the build finishes, each notebook goes to ``<outdir>/_notebooks/<page>.ipynb``, its MyST
+turned into Markdown that Jupyter and Colab render like the page (``Markdown``): references link
+to the hosted page (``site_url``) with the text Sphinx gives them, figures are attached to their
+cell, glued values become their text, Chinese lines are joined as on the site. A first cell
+installs gpukit where it is missing (Colab) at the commit the site was built from, keeping the
+installed PyTorch; it is added after execution, so the cache never depends on it.
 """
-
-from __future__ import annotations
 
 import base64
 import mimetypes
@@ -26,7 +21,6 @@ import re
 import subprocess
 import textwrap
 from pathlib import Path
-from typing import Any
 from urllib.parse import urljoin
 
 import nbformat
@@ -37,7 +31,6 @@ from myst_nb.core.variables import format_plain_text
 from myst_nb.ext.glue import extract_glue_data_cell
 from myst_parser.parsers.mdit import create_md_parser
 from sphinx import addnodes
-from sphinx.application import Sphinx
 from sphinx.directives.code import LiteralIncludeReader
 from sphinx.locale import _ as translated
 from sphinx.locale import admonitionlabels
@@ -69,7 +62,7 @@ ADMONITIONS = {*admonitionlabels, "admonition", "dropdown"}
 class Markdown:
     """MyST to Jupyter Markdown, for the notebook of one page; figures land in ``attachments``."""
 
-    def __init__(self, app: Sphinx, docname: str, glued: dict[str, dict]) -> None:
+    def __init__(self, app, docname: str, glued: dict[str, dict]) -> None:
         self.app, self.docname, self.glued = app, docname, glued
         self.parser = create_md_parser(app.env.myst_config, RendererHTML)
         self.url = f"{app.config.site_url}{app.config.site_language}/{docname}.html"
@@ -118,9 +111,9 @@ class Markdown:
             "", contnode, refdomain="std", reftype=role, reftarget=target,
             refexplicit=bool(explicit), refdoc=self.docname,
         )  # fmt: skip
-        env, builder = self.app.env, self.app.builder
+        env = self.app.env
         ref = env.get_domain("std").resolve_xref(
-            env, self.docname, builder, role, target, node, contnode
+            env, self.docname, self.app.builder, role, target, node, contnode
         )
         if ref is None:
             logger.warning("notebook: nothing to link for %r", content, location=self.docname)
@@ -135,7 +128,7 @@ class Markdown:
             return content
         return format_plain_text(text, fmt) if role == "glue:text" else text
 
-    def directive(self, token: Any) -> str:
+    def directive(self, token) -> str:
         name, _, argument = token.info[1:].partition("}")
         name, argument, body, options = name.strip(), argument.strip(), token.content, {}
         while option := re.match(r"[ \t]*:([\w-]+):[ \t]*(.*)\n?", body):
@@ -187,22 +180,12 @@ class Markdown:
         return f"![{alt}]({src})\n\n{caption}\n\n{self.convert(legend)}".rstrip()
 
 
-def built_commit(app: Sphinx) -> str | None:
-    """The commit of the checkout the site is built from, None outside a git checkout."""
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=app.confdir, capture_output=True)
-    except OSError:  # no git at all
-        return None
-    return done.stdout.decode().strip() if done.returncode == 0 else None
-
-
-def reader_notebook(app: Sphinx, docname: str, text: str, install: str) -> str:
+def reader_notebook(app, docname: str, text: str, install: str) -> str:
     """The notebook of a page as a reader gets it: Jupyter Markdown, an install cell first."""
     notebook = nbformat.reads(text, as_version=4)
-    glued = {}
-    for cell in notebook.cells:
-        if cell.cell_type == "code":  # myst-nb's reading: hidden glue outputs are left out
-            glued.update((key, output["data"]) for key, output in extract_glue_data_cell(cell))
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    # As myst-nb reads them: the glued outputs, which a hidden glue leaves out of the page.
+    glued = {key: out["data"] for cell in code for key, out in extract_glue_data_cell(cell)}
     markdown = Markdown(app, docname, glued)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
@@ -215,74 +198,60 @@ def reader_notebook(app: Sphinx, docname: str, text: str, install: str) -> str:
     return nbformat.writes(notebook)
 
 
-def stored(env: Any) -> dict[str, str]:
-    """This language's notebooks in the build environment, as JSON by page."""
-    if not hasattr(env, "gpukit_notebooks"):
-        env.gpukit_notebooks = {}
-    return env.gpukit_notebooks
-
-
-def keep_notebook(app: Sphinx, doctree: Any) -> None:
+def keep_notebook(app, doctree) -> None:
     """Store the notebook myst-nb has just written for this page (and this language)."""
-    docname = app.env.docname
-    stored(app.env).pop(docname, None)
-    config = app.env.mystnb_config
+    docname, config, notebooks = app.env.docname, app.env.mystnb_config, app.env.gpukit_notebooks
+    notebooks.pop(docname, None)
     if "kernelspec" not in app.env.metadata.get(docname, {}) or config.execution_mode != "cache":
         return
-    written = Path(config.output_folder, f"{docname}.ipynb")
+    written = nbformat.read(Path(config.output_folder, f"{docname}.ipynb"), as_version=4)
     try:
-        _, notebook = get_cache(config.execution_cache_path).merge_match_into_notebook(
-            nbformat.read(written, as_version=4)
-        )
+        _, notebook = get_cache(config.execution_cache_path).merge_match_into_notebook(written)
     except KeyError:
         logger.warning("no executed notebook in the cache for %s", docname, location=docname)
         return
     notebook.metadata.pop("source_map", None)  # myst-nb's own bookkeeping
-    stored(app.env)[docname] = nbformat.writes(notebook)
+    notebooks[docname] = nbformat.writes(notebook)
 
 
-def forget_notebook(app: Sphinx, env: Any, docname: str) -> None:
-    stored(env).pop(docname, None)
+def merge_notebooks(app, env, docnames: set, other) -> None:
+    env.gpukit_notebooks |= {k: v for k, v in other.gpukit_notebooks.items() if k in docnames}
 
 
-def merge_notebooks(app: Sphinx, env: Any, docnames: set, other: Any) -> None:
-    stored(env).update((name, nb) for name, nb in stored(other).items() if name in docnames)
+def add_links(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """``notebook`` in the page template: the download and Colab links."""
+    if pagename in app.env.gpukit_notebooks:
+        colab = app.config.notebooks_colab_url.format(lang=app.config.site_language, page=pagename)
+        download = "../" * pagename.count("/") + f"{FOLDER}/{pagename}.ipynb"
+        context["notebook"] = {"download": download, "colab": colab}
 
 
-def add_links(
-    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
-) -> None:
-    """``notebook`` in the page template: the download and Colab links and their labels."""
-    if pagename not in stored(app.env):
-        return
-    lang = app.config.site_language
-    context["notebook"] = {
-        "download": "../" * pagename.count("/") + f"{FOLDER}/{pagename}.ipynb",
-        "colab": app.config.notebooks_colab_url.format(lang=lang, page=pagename),
-    }
-
-
-def write_notebooks(app: Sphinx, exception: Exception | None) -> None:
+def write_notebooks(app, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    commit = built_commit(app)
+    try:  # the commit of the checkout the site is built from
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=app.confdir, capture_output=True)
+        commit = done.stdout.decode().strip() if done.returncode == 0 else None
+    except OSError:  # no git at all
+        commit = None
     if commit is None:
         logger.info("notebooks: not built from a git checkout, they install gpukit from main")
     source = f"at commit {commit[:12]}, which built this notebook" if commit else "from main"
     url = app.config.notebooks_repository_url.removesuffix("/")
     install = INSTALL.format(source=source, url=url, ref=commit or "main")
-    for docname, text in stored(app.env).items():
+    for docname, text in app.env.gpukit_notebooks.items():
         path = Path(app.outdir, FOLDER, f"{docname}.ipynb")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(reader_notebook(app, docname, text, install), encoding="utf-8")
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
-    app.add_config_value("site_url", "", "html", types=[str])
-    app.add_config_value("notebooks_repository_url", "", "html", types=[str])
-    app.add_config_value("notebooks_colab_url", "", "html", types=[str])
+def setup(app):
+    for name in ("site_url", "notebooks_repository_url", "notebooks_colab_url"):
+        app.add_config_value(name, "", "html", types=[str])
+    # This language's notebooks, as JSON by page, in its build environment.
+    app.connect("builder-inited", lambda app: vars(app.env).setdefault("gpukit_notebooks", {}))
     app.connect("doctree-read", keep_notebook)
-    app.connect("env-purge-doc", forget_notebook)
+    app.connect("env-purge-doc", lambda app, env, docname: env.gpukit_notebooks.pop(docname, None))
     app.connect("env-merge-info", merge_notebooks)
     app.connect("html-page-context", add_links)
     app.connect("build-finished", write_notebooks)

@@ -1,61 +1,78 @@
 """Say on every page which machine, software and profile produced its outputs.
 
 The facts are gathered once per build (the same machine executes every page: the execution
-cache is keyed by hardware and profile). A page whose front matter asks for more GPUs than
-the machine has gets a visible notice, so a CPU build is never mistaken for a GPU one.
-"""
+cache is keyed by hardware and profile). Pages declare in their front matter how many GPUs their
+full run wants (``gpus: 2``). A page built on a machine with fewer gets a visible notice, so a
+CPU build is never mistaken for a GPU one; and a build started with ``GPUKIT_REQUIRE_GPUS=1``
+(``nox -s docs -- --require-gpus``) fails within seconds instead, before executing anything,
+naming the pages: a GPU build is never silently a CPU one.
 
-from __future__ import annotations
+The About page shows them in full: ``{build-info}``, a table of this build's hardware and
+software (read again by every build: the facts are not in the page's source), and myst-nb's
+execution table (``{nb-exec-table}``), which myst-nb writes in English with an emoji status
+(✅/❌, an empty box where no emoji font is installed). We build that table just before myst-nb
+would, its words translated through the gettext catalog (conf/locales), the status as a word.
+"""
 
 import datetime as dt
 import os
 import platform
 import re
 from importlib.metadata import version
-from typing import Any
+from pathlib import Path
 
 import torch
+import yaml
 from docutils import nodes
-from sphinx.application import Sphinx
+from myst_nb.ext.execution_tables import ExecutionStatsNode, make_stat_table
+from myst_nb.sphinx_ import NbMetadataCollector
+from sphinx.errors import ConfigError
 from sphinx.locale import _
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
 import gpukit
-from always_reread import reread_every_build
 
+REQUIRE_GPUS = "GPUKIT_REQUIRE_GPUS"
 CPU_ONLY = re.compile(r"^CPU only, (\d+) cores?")  # how gpukit.describe_machine() starts
+# The words of myst-nb's execution table (headers, methods, status) and what we write instead.
+HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
+STATUS = {"✅": "done", "❌": "failed"}
+EXEC_TABLE = {w: w for w in (*HEADERS, "cache", "auto", "force", "inline")} | STATUS
 
 
-def line_of(facts: dict[str, str], executed: bool) -> str:
-    """The provenance line in the build's language (conf/locales holds the translations)."""
-    facts = dict(facts, profile=_("profile " + facts["profile"]))
-    cpu_only = _("CPU only, {cores} cores")
-    if cpu_only != "CPU only, {cores} cores":  # the CPU model and its kernels stay as they are
-        facts["machine"] = CPU_ONLY.sub(
-            lambda m: cpu_only.format(cores=m.group(1)), facts["machine"]
+def gpus_wanted(path: Path) -> int:
+    """The GPUs a page's full run wants: ``gpus`` in its YAML front matter, 0 if none."""
+    found = re.match(r"---\n(.*?)\n---", path.read_text(encoding="utf-8"), re.DOTALL)
+    gpus = ((yaml.safe_load(found[1]) if found else None) or {}).get("gpus", 0)
+    if not isinstance(gpus, int) or gpus < 0:
+        raise ConfigError(f"{path}: front matter 'gpus' must be an integer >= 0, got {gpus!r}")
+    return gpus
+
+
+def check_gpus(app, config) -> None:
+    if os.environ.get(REQUIRE_GPUS, "") in ("", "0"):
+        return
+    found, srcdir = gpukit.num_gpus(), Path(app.srcdir)
+    # Relative: a checkout that happens to sit under a folder named _build is still read.
+    pages = (p.relative_to(srcdir) for p in sorted(srcdir.rglob("*.md")))
+    wanted = {page: gpus_wanted(srcdir / page) for page in pages if "_build" not in page.parts}
+    short = "".join(f"\n  {p.as_posix()}: wants {n} GPU(s)" for p, n in wanted.items() if n > found)
+    if short:
+        # SystemExit, not a SphinxError: Sphinx would bury the message under a crash report
+        # that asks the reader to file a Sphinx bug.
+        raise SystemExit(
+            f"GPU guard: this build requires GPUs ({REQUIRE_GPUS} is set), but the machine has "
+            f"{found} ({gpukit.describe_machine()}); these pages want more:{short}\n"
+            "Build on a machine with enough GPUs, or drop --require-gpus for a build whose "
+            "pages say they ran on fewer devices."
         )
-    if executed:
-        line = _("Outputs on this page: {machine}, PyTorch {torch}, {profile}, built {date}.")
-    else:
-        line = _("This build: {machine}, PyTorch {torch}, {profile}, built {date}.")
-    return line.format(**facts)
 
 
-def notice_of(wanted: int, found: int) -> str:
-    """What a reader must know about a page built with fewer GPUs than it is written for."""
-    found_text = _("no GPU") if found == 0 else _("only {n} GPU(s)").format(n=found)
-    return _(
-        "This page is written for {wanted} GPU(s); the machine that built it has {found}. "
-        "Its code ran all the same, on the devices this machine has, so the times below are "
-        "this machine's. The text says what a machine with {wanted} GPU(s) shows."
-    ).format(wanted=wanted, found=found_text)
-
-
-def build_facts() -> dict[str, str]:
-    """What produced this build's outputs."""
+def remember_facts(app) -> None:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     today = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
-    return {
+    app.env.gpukit_facts = {
         "machine": gpukit.describe_machine(),
         "torch": torch.__version__.split("+")[0],
         "profile": gpukit.current_profile().name,
@@ -63,32 +80,27 @@ def build_facts() -> dict[str, str]:
     }
 
 
-def gpus_wanted(metadata: dict[str, Any]) -> int:
-    return int(metadata.get("gpus", 0))
-
-
-def add_provenance(
-    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
-) -> None:
-    metadata = app.env.metadata.get(pagename, {})
-    context["provenance"] = line_of(app.env.gpukit_facts, executed="kernelspec" in metadata)
-    wanted, found = gpus_wanted(metadata), gpukit.num_gpus()
+def add_provenance(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """The provenance line in the build's language (conf/locales holds the translations), and
+    what a reader must know about a page built with fewer GPUs than it is written for."""
+    facts, metadata = dict(app.env.gpukit_facts), app.env.metadata.get(pagename, {})
+    facts["profile"] = _("profile " + facts["profile"])
+    cpu_only = _("CPU only, {cores} cores")
+    if cpu_only != "CPU only, {cores} cores":  # the CPU model and its kernels stay as they are
+        facts["machine"] = CPU_ONLY.sub(lambda m: cpu_only.format(cores=m[1]), facts["machine"])
+    if "kernelspec" in metadata:
+        line = _("Outputs on this page: {machine}, PyTorch {torch}, {profile}, built {date}.")
+    else:
+        line = _("This build: {machine}, PyTorch {torch}, {profile}, built {date}.")
+    context["provenance"] = line.format(**facts)
+    wanted, found = int(metadata.get("gpus", 0)), gpukit.num_gpus()
     if wanted > found:
-        context["provenance_notice"] = notice_of(wanted, found)
-
-
-def two_column_table(rows: list[tuple[str, str]]) -> nodes.table:
-    """A docutils table of (name, value) rows, values set as literals."""
-    tgroup = nodes.tgroup(cols=2)
-    tgroup += [nodes.colspec(colwidth=1), nodes.colspec(colwidth=3)]
-    body = nodes.tbody()
-    for name, value in rows:
-        row = nodes.row()
-        row += nodes.entry("", nodes.paragraph(text=name))
-        row += nodes.entry("", nodes.paragraph("", "", nodes.literal(text=value)))
-        body += row
-    tgroup += body
-    return nodes.table("", tgroup)
+        found_text = _("no GPU") if found == 0 else _("only {n} GPU(s)").format(n=found)
+        context["provenance_notice"] = _(
+            "This page is written for {wanted} GPU(s); the machine that built it has {found}. "
+            "Its code ran all the same, on the devices this machine has, so the times below are "
+            "this machine's. The text says what a machine with {wanted} GPU(s) shows."
+        ).format(wanted=wanted, found=found_text)
 
 
 class BuildInfo(SphinxDirective):
@@ -106,17 +118,33 @@ class BuildInfo(SphinxDirective):
         ]
         rows += [(name, version(name)) for name in ("sphinx", "myst-nb", "jupyter-cache", "furo")]
         rows.append((_("Built"), facts["date"]))
-        reread_every_build(self.env)  # the facts are this build's
-        return [two_column_table(rows)]
+        self.env.note_reread()  # the facts are this build's
+        body = nodes.tbody()
+        for name, value in rows:
+            row = nodes.row()
+            row += nodes.entry("", nodes.paragraph(text=name))
+            row += nodes.entry("", nodes.paragraph("", "", nodes.literal(text=value)))
+            body += row
+        columns = [nodes.colspec(colwidth=1), nodes.colspec(colwidth=3)]
+        return [nodes.table("", nodes.tgroup("", *columns, body, cols=2))]
 
 
-def remember_facts(app: Sphinx) -> None:
-    app.env.gpukit_facts = build_facts()
+class ExecTableInLanguage(SphinxPostTransform):
+    default_priority = 7  # before myst-nb's ExecutionStatsPostTransform (8)
+
+    def run(self, **kwargs) -> None:
+        for node in list(self.document.findall(ExecutionStatsNode)):
+            table = make_stat_table(self.env.docname, NbMetadataCollector.get_doc_data(self.env))
+            for text in list(table.findall(nodes.Text)):  # its words in the build's language
+                if str(text) in EXEC_TABLE:
+                    text.parent.replace(text, nodes.Text(_(EXEC_TABLE[str(text)])))
+            node.replace_self(table)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
-    app.setup_extension("always_reread")
+def setup(app):
+    app.connect("config-inited", check_gpus)
     app.connect("builder-inited", remember_facts)
     app.connect("html-page-context", add_provenance)
     app.add_directive("build-info", BuildInfo)
+    app.add_post_transform(ExecTableInLanguage)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
