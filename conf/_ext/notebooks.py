@@ -188,6 +188,10 @@ def reader_notebook(app, docname: str, text: str, install: str) -> str:
     glued = {key: out["data"] for cell in code for key, out in extract_glue_data_cell(cell)}
     markdown = Markdown(app, docname, glued)
     for cell in notebook.cells:
+        tags = set(cell.metadata.get("tags", []))  # collapsed in JupyterLab, as on the page
+        hidden = {"source_hidden": {"hide-cell", "hide-input"}, "outputs_hidden": {"hide-cell"}}
+        if hidden := [key for key, hiding in hidden.items() if tags & hiding]:
+            cell.metadata["jupyter"] = dict.fromkeys(hidden, True)
         if cell.cell_type == "markdown":
             markdown.attachments = {}
             cell.source = markdown.convert(cell.source).strip()

@@ -96,6 +96,10 @@ def test_notebook_renders_like_the_page(desktop, site, tmp_path: Path, name: str
     figures, cells = page.locator("article figure").count(), page.locator("div.cell").count()
 
     notebook = notebook_of(name)
+    # Cells the page collapses (solutions) are collapsed in JupyterLab too.
+    for cell in notebook.cells:
+        collapsed = bool({"hide-cell", "hide-input"} & set(cell.metadata.get("tags", [])))
+        assert cell.metadata.get("jupyter", {}).get("source_hidden", False) == collapsed, name
     # Cross-references link to the same place on the hosted site, in this language.
     lang = name.split("/")[0]
     source = "".join(c.source for c in notebook.cells if c.cell_type == "markdown")
