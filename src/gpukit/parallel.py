@@ -95,8 +95,7 @@ def allreduce(data: Sequence[torch.Tensor]) -> None:
 
     The sum is built on the first tensor's device and copied into every tensor, so all of them
     end up bit-for-bit equal. Rebinding the list entries instead (``data[i] = data[0].to(...)``,
-    as one version of D2L's Chinese edition did) would leave every tensor but the first as it
-    was.
+    as several editions of D2L do) would leave every tensor but the first as it was.
 
     Example:
         >>> grads = [torch.tensor([1.0, 2.0]), torch.tensor([10.0, 20.0])]
