@@ -160,12 +160,6 @@ def rank_device() -> torch.device:
     return torch.device("cpu")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # free now, and most likely then
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _entry(
     rank: int,
     world_size: int,
@@ -256,7 +250,10 @@ def _launch(
     """:func:`launch` with its arguments already checked."""
     with tempfile.TemporaryDirectory(prefix="gpukit-launch-") as result_dir:
         out = Path(result_dir)
-        job = (world_size, worker, args, backend, _free_port(), timeout_s, out)
+        with socket.socket() as s:  # a port free now, and most likely still free then
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        job = (world_size, worker, args, backend, port, timeout_s, out)
         context = mp.start_processes(_entry, job, world_size, join=False, start_method="spawn")
         failure: Exception | None = None
         try:

@@ -247,7 +247,10 @@ def _train_epochs(
     if optimizer is None:
         optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scaler = torch.amp.GradScaler(device.type, enabled=autocast == torch.float16)
-    steps = _num_batches(train_iter)  # the scheduler steps once per minibatch
+    try:  # the scheduler steps once per minibatch
+        steps = len(train_iter)  # type: ignore[arg-type]
+    except TypeError:
+        steps = sum(1 for _ in train_iter)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_factor(schedule, step, steps, num_epochs)
     )
@@ -331,13 +334,6 @@ def _finish(
 def _xlim(num_epochs: int) -> list[float]:
     # D2L's [1, num_epochs] is an empty range for one epoch, and matplotlib warns about it.
     return [1, num_epochs] if num_epochs > 1 else [0.5, 1.5]
-
-
-def _num_batches(train_iter: Batches) -> int:
-    try:
-        return len(train_iter)  # type: ignore[arg-type]
-    except TypeError:
-        return sum(1 for _ in train_iter)
 
 
 def _batch_size(train_iter: Batches) -> int:
