@@ -30,7 +30,9 @@ ROWS = re.compile(
     r"[\d.]+ [a-zµ]+\s+([\d.]+)\s+(\d+)\s+([\d.]+)",
     re.MULTILINE,
 )
-TARGETS = re.compile(r"^(DataParallel, 2 devices|DDP, \d process(?:es)?)\s+.*met: (yes|no)", re.M)
+TARGETS = re.compile(
+    r"^(DataParallel, 2 devices|DDP, \d process(?:es)?)\s+[\d.]+x\s+[+-][\d.]+\s+(yes|no)\b", re.M
+)
 DATA = re.compile(r"^profile \w+: ([\d,]+) training / [\d,]+ test images, (\d+) epochs?$", re.M)
 TRUE_VAR = re.compile(r"variance of its input on a test batch ([\d.e+-]+)")
 BATCH_ACC = re.compile(r"test acc with each test batch's own statistics: ([\d.]+)")
@@ -129,3 +131,17 @@ def test_concise_page_quotes_its_batch_norm_replay(desktop_tab, site, lang: str)
         for word in [words[0] if g >= 0.2 else words[1] if g >= 0.05 else words[2]]
     }
     assert any(quoted[5].startswith(word) for word in fitting), (lang, quoted[5], gap)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_from_scratch_page_replicas_agree_exactly_on_a_cpu(desktop_tab, site, lang: str) -> None:
+    # "The two replicas agree with each other exactly" and, in exercise 4, "the accuracy should
+    # equal the one measured on the first device alone" (TF32 on a GPU being the exception).
+    provenance, outputs = read(desktop_tab, site, f"{lang}/multiple-gpus")
+    if QUICK_CPU[lang][0] not in provenance:
+        pytest.skip(f"not a CPU-only build: {provenance}")
+    assert re.search(r"replica 0 vs replica 1:\s+0\.0e\+00", outputs), outputs
+    multi, alone = re.search(
+        r"test acc on 2 devices: ([\d.]+), on cpu alone: ([\d.]+)", outputs
+    ).groups()
+    assert multi == alone
