@@ -118,20 +118,15 @@ PROFILES: dict[str, Profile] = {
         # sits on a plateau for a few hundred steps, so it takes small batches to get past it
         # (test accuracy 0.66-0.73 after these 750 steps, with one replica or two and for
         # several seeds; with fewer steps it may stay at 0.1, with lr 0.4 it may fall back).
-        # ResNet-18 costs ~20 ms per training image on 2 cores (~20% more at batch 4 than at
-        # 16); the concise page trains it three times (one device, DataParallel with twice the
-        # batch, 2 DDP processes), 1,024 training images each. Batch norm's running averages
-        # and the std-0.01 initialisation need optimizer *steps*, not images: with batch 16
-        # the two-device runs made 32 steps and evaluated at chance (0.10-0.16); with
-        # "warmup-cosine", batch 8 and 2 epochs (64 steps) they ended at 0.21-0.25 (0.27-0.55
-        # with lr 0.05), with 384 images for 3 epochs (72 steps) at 0.36-0.73. Batch 4 gives
-        # them 128 steps (the one-device run 256), and the warm-up and cosine decay of the
-        # full profile end the runs with small steps, so that the averages catch up with the
-        # weights. Test accuracy of the three runs (one device, DataParallel, DDP) on one
+        # ResNet-18 costs ~20 ms per training image on 2 cores; the concise page trains it
+        # three times (one device, DataParallel with twice the batch, 2 DDP processes). Batch
+        # norm's running averages need optimizer *steps*, not images: with batch 16 the
+        # two-device runs made 32 steps and evaluated at chance (0.10-0.16). Batch 4 gives
+        # them 128 steps, and the warm-up and cosine decay end the runs with small steps, so
+        # that the averages catch up with the weights. Test accuracy of the three runs on one
         # AVX-512 machine: 0.69, 0.71, 0.68 as is; 0.70, 0.71, 0.64 with
         # ATEN_CPU_CAPABILITY=default; 0.74, 0.72, 0.61 with ONEDNN_MAX_CPU_ISA=SSE41 and
-        # MKL_ENABLE_INSTRUCTIONS=SSE4_2 as well. 512 images for 3 epochs at batch 8 (96
-        # steps) did as well (0.74-0.75), at 50% more training.
+        # MKL_ENABLE_INSTRUCTIONS=SSE4_2 as well.
         lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.25, name="LeNet"),
         resnet=Workload(
             512, 256, epochs=2, batch_size=4, lr=0.0125, name="ResNet-18", schedule="warmup-cosine"
