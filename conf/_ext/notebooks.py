@@ -57,6 +57,8 @@ ROLE = re.compile(r"(`+).*?(?<!`)\1(?!`)|\{(?P<name>[\w:.+-]+)\}`(?P<text>[^`]*)
 VERBATIM = {"fence", "colon_fence", "code_block", "math_block", "math_block_label", "amsmath"}
 DROPPED = {"myst_target", "myst_line_comment"}
 ADMONITIONS = {*admonitionlabels, "admonition", "dropdown"}
+# JupyterLab's collapsed parts of a cell, and the page's tags that collapse them.
+COLLAPSED = {"source_hidden": {"hide-cell", "hide-input"}, "outputs_hidden": {"hide-cell"}}
 
 
 class Markdown:
@@ -189,8 +191,7 @@ def reader_notebook(app, docname: str, text: str, install: str) -> str:
     markdown = Markdown(app, docname, glued)
     for cell in notebook.cells:
         tags = set(cell.metadata.get("tags", []))  # collapsed in JupyterLab, as on the page
-        hidden = {"source_hidden": {"hide-cell", "hide-input"}, "outputs_hidden": {"hide-cell"}}
-        if hidden := [key for key, hiding in hidden.items() if tags & hiding]:
+        if hidden := [key for key, hiding in COLLAPSED.items() if tags & hiding]:
             cell.metadata["jupyter"] = dict.fromkeys(hidden, True)
         if cell.cell_type == "markdown":
             markdown.attachments = {}
