@@ -1,5 +1,6 @@
 """Every task of the project: ``nox`` runs the checks, ``nox -s docs`` builds the site."""
 
+import argparse
 import os
 import sys
 import tomllib
@@ -16,7 +17,6 @@ nox.options.reuse_venv = "yes"
 ROOT = Path(__file__).parent
 DOCS = ROOT / "docs"
 BUILD = DOCS / "_build"
-PROFILES = ("quick", "full")
 
 
 def install(session: nox.Session, *extras: str) -> None:
@@ -33,17 +33,12 @@ def install_extras_only(session: nox.Session, *extras: str) -> None:
 def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
     """Take ``--profile quick|full`` and ``--require-gpus`` out of the session arguments: the
     environment that carries them to conf.py and the kernel, and the other arguments."""
-    env, rest = {}, list(args)
-    if "--require-gpus" in rest:
-        rest.remove("--require-gpus")
-        env["GPUKIT_REQUIRE_GPUS"] = "1"
-    if "--profile" in rest:
-        at = rest.index("--profile")
-        env["GPUKIT_PROFILE"] = (rest[at + 1 : at + 2] or [""])[0]
-        if env["GPUKIT_PROFILE"] not in PROFILES:
-            raise SystemExit(f"--profile takes one of {', '.join(PROFILES)}")
-        del rest[at : at + 2]
-    return env, rest
+    parser = argparse.ArgumentParser(prog="nox -s docs --", add_help=False, allow_abbrev=False)
+    parser.add_argument("--profile", choices=("quick", "full"))
+    parser.add_argument("--require-gpus", action="store_true")
+    known, rest = parser.parse_known_args(args)
+    env = {"GPUKIT_PROFILE": known.profile} if known.profile else {}
+    return env | ({"GPUKIT_REQUIRE_GPUS": "1"} if known.require_gpus else {}), rest
 
 
 @nox.session

@@ -61,7 +61,7 @@ def read_page(path: Path) -> SimpleNamespace:
     code = [(line, cell) for line, cell in cells if cell.cell_type == "code"]
     kept = {k: v for k, v in notebook.metadata.items() if k not in TRANSLATED}
     page = SimpleNamespace(cells=code, front_matter=kept, labels=set(), references=set())
-    page.toctree = []
+    page.toctree, page.recorded = [], notebook.metadata.get(KEY)  # the translation's record
     parser = create_md_parser(config, RendererHTML)
 
     def scan(text: str) -> None:
@@ -121,12 +121,6 @@ def compare_pages(name: str, en: SimpleNamespace, zh: SimpleNamespace) -> list[s
     return [f"{name}: {problem}" for problem in problems]
 
 
-def recorded_hash(path: Path) -> str | None:
-    found = FRONT_MATTER.match(path.read_text(encoding="utf-8"))
-    value = (yaml.safe_load(found[1] or "") or {}).get(KEY) if found else None
-    return None if value is None else str(value)
-
-
 def pages_of(docs: Path, lang: str) -> set[str]:
     paths = (p.relative_to(docs / lang) for p in (docs / lang).rglob("*.md"))
     return {p.as_posix() for p in paths if "_build" not in p.parts}
@@ -142,9 +136,9 @@ def check(docs: Path) -> int:
     ]
     stale = []
     for name in sorted(en_pages & zh_pages):
-        en_path, zh_path = docs / SOURCE / name, docs / TRANSLATION / name
-        problems += compare_pages(name, read_page(en_path), read_page(zh_path))
-        if (recorded := recorded_hash(zh_path)) != (now := page_hash(en_path)):
+        en_path, zh = docs / SOURCE / name, read_page(docs / TRANSLATION / name)
+        problems += compare_pages(name, read_page(en_path), zh)
+        if (recorded := zh.recorded) != (now := page_hash(en_path)):
             was = f"records {recorded}" if recorded else f"records no {KEY}"
             command = f"nox -s parity -- --refresh {TRANSLATION}/{name}"
             stale.append(

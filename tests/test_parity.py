@@ -256,7 +256,7 @@ def test_translation_of_keeps_every_other_line() -> None:
 def test_all_digit_hash_is_read_back_as_text(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(parity.with_translation_of("# T\n", "0000000000000012"), encoding="utf-8")
-    assert parity.recorded_hash(page) == "0000000000000012"
+    assert parity.read_page(page).recorded == "0000000000000012"
 
 
 # -- The real site ----------------------------------------------------------------------------

@@ -107,10 +107,11 @@ class BuildInfo(SphinxDirective):
     """``{build-info}``: a table of the hardware and software versions of this build."""
 
     def run(self) -> list[nodes.Node]:
-        facts = self.env.gpukit_facts
+        facts, profile = self.env.gpukit_facts, gpukit.current_profile()
+        runs = f"{profile.name}: {profile.lenet.describe()}; {profile.resnet.describe()}"
         rows = [
             (_("Hardware"), facts["machine"]),
-            (_("Profile"), gpukit.current_profile().describe()),
+            (_("Profile"), runs),
             ("Python", platform.python_version()),
             ("PyTorch", torch.__version__),
             ("CUDA", torch.version.cuda or "—"),

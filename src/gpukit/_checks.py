@@ -12,8 +12,10 @@ Each message starts with the argument's name and says what is accepted::
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from numbers import Real
+
+import torch
 
 
 def check_int(value: object, name: str, minimum: int | None = 1, hint: str = "") -> int:
@@ -46,3 +48,13 @@ def check_choice(value: object, name: str, choices: Collection[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
     return value
+
+
+def check_tensors(values: object, name: str) -> list[torch.Tensor]:
+    """``values`` as a list if it is an iterable of tensors (a list, ``net.parameters()``)."""
+    if isinstance(values, torch.Tensor | str) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a list of tensors, got {type(values).__name__}")
+    values = list(values)
+    for i, value in enumerate(values):
+        check_type(value, f"{name}[{i}]", torch.Tensor, "a torch.Tensor")
+    return values

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -123,6 +124,15 @@ def existing_device(device: object) -> torch.device:
     if index >= num_gpus():
         raise ValueError(f"device is {dev}, but this machine has {num_gpus()} GPU(s)")
     return torch.device("cuda", index)
+
+
+def _existing_devices(devices: object) -> list[torch.device]:
+    """The check of every list of devices: each an :func:`existing_device`; one may repeat."""
+    if isinstance(devices, str | torch.device) or not isinstance(devices, Sequence):
+        raise TypeError("devices must be a list of devices, e.g. [torch.device('cpu')]")
+    if not devices:
+        raise ValueError("devices must not be empty")
+    return [existing_device(d) for d in devices]
 
 
 def describe_devices(devices: list[torch.device]) -> str:

@@ -13,20 +13,11 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from gpukit._checks import check_choice, check_int, check_number
+from gpukit._checks import check_choice, check_int, check_number, check_type
 from gpukit.devices import existing_device, try_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.timing import Timer, format_seconds
-from gpukit.training import (
-    Batches,
-    TrainResult,
-    _autocast,
-    _batch_size,
-    _check,
-    _finish,
-    _init,
-    _train_epochs,
-)
+from gpukit.training import Batches, TrainResult, _batch_size, _check, _finish, _init, _train_epochs
 
 __all__ = ["auto_precision", "train_fast"]
 
@@ -93,7 +84,7 @@ def _warm_up(
     """Compile forward and backward on one minibatch; the weights and buffers stay as they are."""
     buffers = [b.clone() for b in net.buffers()]  # batch norm's running averages
     timer = Timer()
-    with _autocast(X.device, dtype):
+    with torch.autocast(X.device.type, dtype, enabled=dtype is not None):
         loss = nn.functional.cross_entropy(model(X), y)
     loss.backward()
     seconds = timer.stop()
@@ -164,10 +155,9 @@ def train_fast(
         check_int(batch_size, "batch_size")
     if check_number(momentum, "momentum", zero=True) >= 1:
         raise ValueError(f"momentum must be >= 0 and < 1, got {momentum}")
-    flags = {"metrics_on_device": metrics_on_device, "on_device": on_device}
-    for name, flag in {**flags, "channels_last": channels_last}.items():
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be True or False, got {flag!r}")
+    for name, flag in (("metrics_on_device", metrics_on_device), ("on_device", on_device),
+                       ("channels_last", channels_last)):  # fmt: skip
+        check_type(flag, name, bool, "True or False")
     check_choice(precision, "precision", ["auto", *_DTYPES])
     if compile is not None and not isinstance(compile, bool | str):
         raise TypeError(f"compile must be None, a bool or a mode name, got {compile!r}")

@@ -22,19 +22,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from gpukit._checks import check_choice, check_int, check_number, check_type
-from gpukit.devices import existing_device
+from gpukit._checks import check_choice, check_int, check_number, check_tensors, check_type
+from gpukit.devices import _existing_devices, existing_device
 from gpukit.timing import Timer
 
-__all__ = ["allreduce", "choose_backend", "get_params", "launch", "rank_device", "ring_allreduce",
+__all__ = ["allreduce", "choose_backend", "get_params", "launch", "ring_allreduce",
            "ring_allreduce_demo", "split_batch"]  # fmt: skip
-
-
-def _check_tensors(values: object, name: str) -> None:
-    if isinstance(values, torch.Tensor) or not isinstance(values, Sequence):
-        raise TypeError(f"{name} must be a list of tensors, got {type(values).__name__}")
-    for i, t in enumerate(values):
-        check_type(t, f"{name}[{i}]", torch.Tensor, "a torch.Tensor")
 
 
 def split_batch(
@@ -54,14 +47,7 @@ def split_batch(
     """
     check_type(X, "X", torch.Tensor, "a torch.Tensor")
     check_type(y, "y", torch.Tensor, "a torch.Tensor")
-    if isinstance(devices, str | torch.device) or not isinstance(devices, Sequence):
-        raise TypeError("devices must be a list of devices, e.g. [torch.device('cpu')]")
-    if not devices:
-        raise ValueError("devices must not be empty")
-    try:
-        devs = [torch.device(d) for d in devices]
-    except (RuntimeError, TypeError) as err:
-        raise ValueError(f"devices must hold devices such as 'cpu' or 'cuda:0': {err}") from None
+    devs = _existing_devices(devices)
     if X.dim() == 0 or y.dim() == 0:
         raise ValueError("X and y must have at least one dimension (the examples)")
     if len(X) != len(y):
@@ -85,7 +71,7 @@ def get_params(params: Sequence[torch.Tensor], device: torch.device | str) -> li
         >>> get_params(params, "cpu")[0] is params[0], get_params(params, "cpu")[0].requires_grad
         (False, True)
     """
-    _check_tensors(params, "params")
+    params = check_tensors(params, "params")
     dev = existing_device(device)
     return [p.detach().to(dev, copy=True).requires_grad_() for p in params]
 
@@ -103,7 +89,7 @@ def allreduce(data: Sequence[torch.Tensor]) -> None:
         >>> grads
         [tensor([11., 22.]), tensor([11., 22.])]
     """
-    _check_tensors(data, "data")
+    data = check_tensors(data, "data")
     if not data:
         raise ValueError("data must hold at least one tensor")
     for i, t in enumerate(data):
@@ -120,11 +106,6 @@ def allreduce(data: Sequence[torch.Tensor]) -> None:
             t.copy_(total)
 
 
-def _backend(world_size: int) -> str:
-    nccl = torch.cuda.device_count() >= world_size and dist.is_nccl_available()
-    return "nccl" if nccl else "gloo"
-
-
 def choose_backend(world_size: int) -> str:
     """Return ``"nccl"`` when each of ``world_size`` ranks can have its own GPU, else ``"gloo"``.
 
@@ -132,13 +113,14 @@ def choose_backend(world_size: int) -> str:
         >>> choose_backend(1000)  # no machine has 1000 GPUs
         'gloo'
     """
-    return _backend(check_int(world_size, "world_size"))
+    nccl = torch.cuda.device_count() >= check_int(world_size, "world_size")
+    return "nccl" if nccl and dist.is_nccl_available() else "gloo"
 
 
 def _check_backend(backend: object, world_size: int) -> str:
     """``backend``, or for ``None`` the one :func:`choose_backend` picks, if it can run."""
     if backend is None:
-        return _backend(world_size)
+        return choose_backend(world_size)
     check_choice(backend, "backend", ("nccl", "gloo"))
     if backend == "nccl" and torch.cuda.device_count() < world_size:
         raise ValueError(
@@ -148,13 +130,8 @@ def _check_backend(backend: object, world_size: int) -> str:
     return backend  # type: ignore[return-value]
 
 
-def rank_device() -> torch.device:
-    """The device of this process in a process group: its GPU under NCCL, else the CPU.
-
-    Example:
-        >>> rank_device()  # outside a process group: the CPU
-        device(type='cpu')
-    """
+def _rank_device() -> torch.device:
+    """The device of this process in a process group: its GPU under NCCL, else the CPU."""
     if dist.is_available() and dist.is_initialized() and dist.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
@@ -337,7 +314,7 @@ def ring_allreduce_demo(
     """
     check_int(numel, "numel")
     check_int(repeats, "repeats")
-    device = rank_device()
+    device = _rank_device()
     x = torch.randn(numel, generator=torch.Generator().manual_seed(rank)).to(device)
 
     def timed(allreduce_fn: Callable[[torch.Tensor], object]) -> tuple[torch.Tensor, float]:

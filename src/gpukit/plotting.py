@@ -189,8 +189,8 @@ class Animator:
             ax.plot(xs_i, ys_i, fmt)
         xlabel, ylabel, xlim, ylim, xscale, yscale, legend = self._axes_args  # D2L's set_axes
         ax.set(xlabel=xlabel or "", ylabel=ylabel or "", xscale=xscale, yscale=yscale)
-        if xlim is not None:
-            ax.set_xlim(xlim)
+        if xlim is not None:  # D2L's [1, num_epochs] is empty for one epoch: widened
+            ax.set_xlim(xlim if xlim[0] != xlim[1] else (xlim[0] - 0.5, xlim[1] + 0.5))
         if ylim is not None:
             ax.set_ylim(ylim)
         if legend:

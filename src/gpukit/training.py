@@ -9,7 +9,6 @@ give the same numbers.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import pickle
@@ -21,12 +20,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from gpukit._checks import check_choice, check_int, check_number, check_type
+from gpukit._checks import check_choice, check_int, check_number, check_tensors
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
-from gpukit.devices import existing_device, try_all_gpus, try_gpu
+from gpukit.devices import _existing_devices, existing_device, try_all_gpus, try_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.models import init_weights, resnet18
-from gpukit.parallel import _check_backend, _launch, rank_device
+from gpukit.parallel import _check_backend, _launch, _rank_device
 from gpukit.plotting import Animator
 from gpukit.timing import Timer, format_seconds
 
@@ -165,11 +164,7 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
     """
     check_number(lr, "lr")
     check_int(batch_size, "batch_size")
-    if isinstance(params, torch.Tensor) or not isinstance(params, Iterable):
-        raise TypeError(f"params must be a list of tensors, got {type(params).__name__}")
-    params = list(params)
-    for i, param in enumerate(params):
-        check_type(param, f"params[{i}]", torch.Tensor, "a torch.Tensor")
+    params = check_tensors(params, "params")
     with torch.no_grad():
         for param in params:
             if param.grad is None:
@@ -255,7 +250,7 @@ def _train_epochs(
         optimizer, lambda step: lr_factor(schedule, step, steps, num_epochs)
     )
     loss = nn.CrossEntropyLoss()
-    animator = Animator(xlabel="epoch", xlim=_xlim(num_epochs), legend=LEGEND) if plot else None
+    animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND) if plot else None
     history: list[EpochStats] = []
     for epoch in range(num_epochs):
         if before_epoch is not None:
@@ -267,7 +262,7 @@ def _train_epochs(
         for X, y in train_iter:
             X, y = X.to(device), y.to(device)
             optimizer.zero_grad()
-            with _autocast(device, autocast):
+            with torch.autocast(device.type, autocast, enabled=autocast is not None):
                 y_hat = model(X)
                 batch_loss = loss(y_hat, y)
             scaler.scale(batch_loss).backward()  # without fp16 the scaler passes the loss on
@@ -297,14 +292,6 @@ def _train_epochs(
     return history, int(count)
 
 
-def _autocast(
-    device: torch.device, dtype: torch.dtype | None
-) -> contextlib.AbstractContextManager[Any]:
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype)
-
-
 def _finish(
     history: list[EpochStats],
     devices: list[str],
@@ -329,11 +316,6 @@ def _finish(
     if verbose:
         print(result.summary())
     return result
-
-
-def _xlim(num_epochs: int) -> list[float]:
-    # D2L's [1, num_epochs] is an empty range for one epoch, and matplotlib warns about it.
-    return [1, num_epochs] if num_epochs > 1 else [0.5, 1.5]
 
 
 def _batch_size(train_iter: Batches) -> int:
@@ -446,11 +428,7 @@ def train_data_parallel(
     _check(net, num_epochs, lr, init, seed, schedule, train_iter=train_iter, test_iter=test_iter)
     if devices is None:
         devices = try_all_gpus()
-    if isinstance(devices, str | torch.device) or not isinstance(devices, Sequence) or not devices:
-        raise TypeError(
-            "devices must be a non-empty list of devices, e.g. [torch.device('cuda:0')]"
-        )
-    devs = [existing_device(d) for d in devices]
+    devs = _existing_devices(devices)
     gpus = [d for d in devs if d.type == "cuda"]
     if len(set(gpus)) != len(gpus):
         raise ValueError(f"devices must not repeat a GPU, got {[str(d) for d in devs]}")
@@ -487,7 +465,7 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
     seed = config["seed"]
     per_rank = config["batch_size"] // world_size
     torch.manual_seed(seed)
-    device = rank_device()
+    device = _rank_device()
     net = pickle.loads(config["net"])
     if config["init"] is not None:
         init_weights(net, config["init"], seed=seed)
@@ -631,14 +609,11 @@ def train_ddp(
     out = _launch(_ddp_worker, world_size, (config,), backend)[0]
     net.load_state_dict(out["state_dict"])
     history: list[EpochStats] = out["history"]
-    if backend == "nccl":
-        devices = [f"cuda:{i}" for i in range(world_size)]
-    else:
-        devices = ["cpu"] * world_size
-    processes = "process" if world_size == 1 else "processes"
-    note = f"DistributedDataParallel, {world_size} {backend} {processes}"
+    devices = [f"cuda:{i}" if backend == "nccl" else "cpu" for i in range(world_size)]
+    plural = "es" if world_size > 1 else ""
+    note = f"DistributedDataParallel, {world_size} {backend} process{plural}"
     if plot:
-        animator = Animator(xlabel="epoch", xlim=_xlim(num_epochs), legend=LEGEND)
+        animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND)
         for s in history:
             animator.add(s.epoch, (s.train_loss, s.train_acc, s.test_acc))
     return _finish(history, devices, out["n_train"], None, batch_size, float(lr), schedule, note,

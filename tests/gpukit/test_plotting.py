@@ -7,6 +7,7 @@ import io
 import math
 import re
 import sys
+import warnings
 import xml.etree.ElementTree as ET
 
 import matplotlib
@@ -64,6 +65,14 @@ def test_axes_configuration_survives_redraws():
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_yscale()) == ("epoch", "loss", "log")
     assert [float(v) for v in ax.get_xlim()] == [1.0, 5.0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["l"]
+
+
+def test_one_epoch_range_is_widened_without_a_warning():
+    animator = Animator(xlabel="epoch", xlim=[1, 1])  # D2L's [1, num_epochs] for one epoch
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns about identical limits
+        animator.add(1, 0.5)
+    assert [float(v) for v in animator.axes[0].get_xlim()] == [0.5, 1.5]
 
 
 def test_subplot_grid():

@@ -87,6 +87,10 @@ def test_sgd_matches_d2l_and_zeroes_gradients():
     (w * torch.tensor([4.0, 8.0])).sum().backward()
     sgd([w], lr=0.5, batch_size=4)
     assert w.tolist() == [0.5, 1.0] and w.grad.tolist() == [0.0, 0.0]
+    net = torch.nn.Linear(1, 1, bias=False)
+    net(torch.ones(1, 1)).sum().backward()
+    sgd(net.parameters(), lr=1.0, batch_size=1)  # a generator, as D2L's readers pass it
+    assert net.weight.grad.item() == 0.0
 
 
 @pytest.mark.parametrize(
@@ -224,8 +228,8 @@ def test_train_data_parallel_on_two_gpus():
 @pytest.mark.parametrize(
     ("devices", "error", "match"),
     [
-        ([], TypeError, "non-empty list"),
-        ("cpu", TypeError, "non-empty list"),
+        ([], ValueError, "must not be empty"),
+        ("cpu", TypeError, "must be a list of devices"),
         (["meta"], ValueError, "a CPU or a CUDA device"),
         (["cuda:99"], ValueError, r"CUDA is not available|GPU\(s\)"),
     ],

@@ -7,21 +7,15 @@
 import warnings
 
 
-def _category_and_message(message, category, filename, lineno, line=None):
-    return f"{category.__name__}: {message}\n"
-
-
 def _show_in_order(message, category, filename, lineno, file=None, line=None):
     # Imported here: this file runs in the notebook's namespace, which the page may change.
     import sys
-    import warnings
 
     sys.stdout.flush()
     stream = sys.stderr if file is None else file
-    stream.write(warnings.formatwarning(message, category, filename, lineno, line))
+    stream.write(f"{category.__name__}: {message}\n")
     stream.flush()
 
 
-warnings.formatwarning = _category_and_message
 warnings.showwarning = _show_in_order
-del warnings, _category_and_message, _show_in_order  # keep the notebook's namespace clean
+del warnings, _show_in_order  # keep the notebook's namespace clean
