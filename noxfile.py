@@ -3,7 +3,6 @@
 import argparse
 import os
 import sys
-import tomllib
 from pathlib import Path
 
 import nox
@@ -19,15 +18,10 @@ DOCS = ROOT / "docs"
 BUILD = DOCS / "_build"
 
 
-def install(session: nox.Session, *extras: str) -> None:
-    """Install gpukit (editable, so pages see the working tree) with the given extras."""
-    session.install("-e", f".[{','.join(extras)}]")
-
-
-def install_extras_only(session: nox.Session, *extras: str) -> None:
-    """Install the given extras of pyproject.toml without gpukit itself (and so without torch)."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    session.install(*(req for extra in extras for req in project["optional-dependencies"][extra]))
+def install(session: nox.Session, *groups: str, gpukit: bool = True) -> None:
+    """Install dependency groups of pyproject.toml, and gpukit, editable so that pages see the
+    working tree (``gpukit=False``: the groups alone, and so no torch)."""
+    session.install(*(["-e", "."] if gpukit else []), *(f"--group={group}" for group in groups))
 
 
 def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -57,11 +51,11 @@ def browser(session: nox.Session) -> None:
     """The built site in a real browser (Chromium, headless): run ``nox -s docs`` first.
 
     Serves docs/_build/html (or $GPUKIT_SITE) on 127.0.0.1; screenshots land in
-    docs/_build/screenshots. Without torch: only the test and browser extras are installed."""
+    docs/_build/screenshots. Without torch: only the test and browser groups are installed."""
     site = Path(os.environ.get("GPUKIT_SITE", BUILD / "html"))
     if not all((site / lang / "index.html").is_file() for lang in LANGUAGES):
         session.error(f"no built site in {site}: run `nox -s docs` first")
-    install_extras_only(session, "test", "browser")
+    install(session, "test", "browser", gpukit=False)
     # ``nox -s browser -- tests/browser/test_search.py`` runs just that file.
     session.run("pytest", "-p", "no:cacheprovider", *(session.posargs or ["tests/browser"]))
 
@@ -101,7 +95,7 @@ def doctest(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint and formatting); the Chinese pages' typography and terms (conf/zh_style.py)."""
-    install_extras_only(session, "lint")
+    install(session, "lint", gpukit=False)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("python", "conf/zh_style.py")
@@ -113,7 +107,7 @@ def workflows(session: nox.Session) -> None:
 
     The same test runs in ``nox -s tests``; this session skips installing gpukit."""
     session.install("pyyaml")
-    install_extras_only(session, "test")
+    install(session, "test", gpukit=False)
     session.run("pytest", "tests/test_workflows.py", "-p", "no:cacheprovider", *session.posargs)
 
 
@@ -122,6 +116,6 @@ def parity(session: nox.Session) -> None:
     """en and zh pages match (code cells, labels, references) and no translation is stale.
 
     ``nox -s parity -- --refresh zh/<page>.md`` records that a translation is up to date.
-    Pages are read by myst-nb, without torch: only the docs extra is installed."""
-    install_extras_only(session, "docs")
+    Pages are read by myst-nb, without torch: only the docs group is installed."""
+    install(session, "docs", gpukit=False)
     session.run("python", "conf/parity.py", *session.posargs)

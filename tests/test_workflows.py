@@ -88,7 +88,7 @@ def script(name: str) -> str:
         return str(found)
     which = shutil.which(name)
     if which is None:
-        pytest.fail(f"{name} is not installed: pip install -e '.[test]' (or run nox -s tests)")
+        pytest.fail(f"{name} is not installed: pip install --group test (or run nox -s tests)")
     return which
 
 
