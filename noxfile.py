@@ -13,8 +13,7 @@ from languages import LANGUAGES, sphinx_build_args
 nox.options.sessions = ["lint", "tests", "docs", "browser", "doctest"]
 nox.options.reuse_venv = "yes"
 
-ROOT = Path(__file__).parent
-DOCS = ROOT / "docs"
+DOCS = Path(__file__).parent / "docs"
 BUILD = DOCS / "_build"
 
 

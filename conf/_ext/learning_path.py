@@ -15,11 +15,10 @@ import re
 from pathlib import Path
 
 from docutils import nodes
-from sphinx import addnodes
 from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
-from provenance import gpus_wanted
+from provenance import gpus_wanted, list_table
 
 WORDS_PER_MINUTE = 200  # Latin words: English prose and code
 CJK_PER_MINUTE = 450  # Chinese characters (about 2.3 per English word of the same text)
@@ -38,43 +37,23 @@ def reading_minutes(text: str) -> int:
     return max(5, 5 * math.ceil(minutes / 5))
 
 
-def row(*cells: nodes.Node) -> nodes.row:
-    return nodes.row("", *(nodes.entry("", cell) for cell in cells))
-
-
 class LearningPath(SphinxDirective):
     """``{learning-path}``: one ``page: what it teaches`` per line."""
 
     has_content = True
 
     def run(self) -> list[nodes.Node]:
-        headers = (_("Page"), _("What you will learn"), _("Reading time"), _("GPUs (full run)"))
-        body = nodes.tbody()
-        for offset, line in enumerate(self.content):
-            if not line.strip():
-                continue
+        rows = [(_("Page"), _("What you will learn"), _("Reading time"), _("GPUs (full run)"))]
+        for line in filter(str.strip, self.content):
             page, colon, summary = (part.strip() for part in line.partition(":"))
             path = Path(self.env.doc2path(page))
             if not colon or not path.is_file():
                 raise self.error(f"learning-path: 'page: what it teaches', got {line!r}")
             self.env.note_dependency(str(path))
-            link = addnodes.pending_xref(
-                "", nodes.inline(text=page), refdomain="std", reftype="doc",
-                reftarget=page, refexplicit=False, refwarn=True, refdoc=self.env.docname,
-            )  # fmt: skip
-            taught, messages = self.state.inline_text(summary, self.content_offset + offset)
             minutes = reading_minutes(path.read_text(encoding="utf-8"))
-            gpus = gpus_wanted(path)
-            body += row(
-                nodes.paragraph("", "", link),
-                nodes.paragraph("", "", *taught, *messages),
-                nodes.paragraph(text=_("{n} min").format(n=minutes)),
-                nodes.paragraph(text=str(gpus) if gpus else _("none")),
-            )
-        head = nodes.thead("", row(*(nodes.paragraph(text=h) for h in headers)))
-        columns = [nodes.colspec(colwidth=width) for width in (20, 56, 12, 12)]
-        group = nodes.tgroup("", *columns, head, body, cols=len(headers))
-        return [nodes.table("", group, classes=["learning-path"])]
+            gpus = str(gpus_wanted(path) or _("none"))
+            rows.append((f"{{doc}}`{page}`", summary, _("{n} min").format(n=minutes), gpus))
+        return self.parse_text_to_nodes(list_table(rows, "20 56 12 12", "learning-path"))
 
 
 def setup(app):

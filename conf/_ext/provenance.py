@@ -50,6 +50,16 @@ def gpus_wanted(path: Path) -> int:
     return gpus
 
 
+def list_table(rows: list[tuple[str, ...]], widths: str, classes: str = "", header=True) -> str:
+    """A MyST ``{list-table}`` of ``rows`` (each cell MyST text), for a directive to parse."""
+    lines = ["::::{list-table}", f":widths: {widths}", f":header-rows: {int(header)}"]
+    if classes:
+        lines.append(f":class: {classes}")
+    for first, *others in rows:
+        lines += [f"* - {first}", *(f"  - {cell}" for cell in others)]
+    return "\n".join([*lines, "::::"])
+
+
 def check_gpus(app, config) -> None:
     if os.environ.get(REQUIRE_GPUS, "") in ("", "0"):
         return
@@ -120,14 +130,8 @@ class BuildInfo(SphinxDirective):
         rows += [(name, version(name)) for name in ("sphinx", "myst-nb", "jupyter-cache", "furo")]
         rows.append((_("Built"), facts["date"]))
         self.env.note_reread()  # the facts are this build's
-        body = nodes.tbody()
-        for name, value in rows:
-            row = nodes.row()
-            row += nodes.entry("", nodes.paragraph(text=name))
-            row += nodes.entry("", nodes.paragraph("", "", nodes.literal(text=value)))
-            body += row
-        columns = [nodes.colspec(colwidth=1), nodes.colspec(colwidth=3)]
-        return [nodes.table("", nodes.tgroup("", *columns, body, cols=2))]
+        rows = [(name, f"`{value}`") for name, value in rows]
+        return self.parse_text_to_nodes(list_table(rows, "1 3", header=False))
 
 
 class ExecTableInLanguage(SphinxPostTransform):

@@ -60,6 +60,10 @@ def lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -
     check_int(step, "step", 0)
     check_int(steps_per_epoch, "steps_per_epoch")
     check_int(num_epochs, "num_epochs")
+    return _lr_factor(schedule, step, steps_per_epoch, num_epochs)
+
+
+def _lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -> float:
     if schedule == "constant":
         return 1.0
     if step < steps_per_epoch:
@@ -131,15 +135,11 @@ class TrainResult:
 
     def summary(self) -> str:
         """Two lines: accuracy, time and devices; then the amount of data and the settings."""
-        first = (
-            f"test acc {self.test_acc:.2f}, {format_seconds(self.sec_per_epoch)}/epoch "
-            f"on [{', '.join(self.devices)}]"
-        )
-        if self.note:
-            first += f" ({self.note})"
+        note = f" ({self.note})" if self.note else ""
+        first = f"test acc {self.test_acc:.2f}, {format_seconds(self.sec_per_epoch)}/epoch"
         settings = _settings(self.n_train, self.n_test, self.batch_size, self.lr, self.schedule,
                              self.epochs)  # fmt: skip
-        return f"{first}\n{settings}"
+        return f"{first} on [{', '.join(self.devices)}]{note}\n{settings}"
 
 
 def _settings(n_train: int, n_test: int, batch_size: int, lr: float, schedule: str,
@@ -247,7 +247,7 @@ def _train_epochs(
     except TypeError:
         steps = sum(1 for _ in train_iter)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(schedule, step, steps, num_epochs)
+        optimizer, lambda step: _lr_factor(schedule, step, steps, num_epochs)
     )
     loss = nn.CrossEntropyLoss()
     animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND) if plot else None
@@ -306,9 +306,7 @@ def _finish(
     compile_seconds: float = 0.0,
 ) -> TrainResult:
     """The :class:`TrainResult` of a finished run, printed with ``verbose``."""
-    if n_test is None:
-        dataset = getattr(test_iter, "dataset", None)
-        n_test = len(dataset) if dataset is not None else sum(len(y) for _, y in test_iter)
+    n_test = sum(len(y) for _, y in test_iter) if n_test is None else n_test
     result = TrainResult(
         history[-1].test_acc, sum(s.seconds for s in history) / len(history), devices,
         len(history), n_train, n_test, batch_size, lr, history, note, schedule, compile_seconds,
@@ -475,11 +473,7 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
     )
 
     train_iter, test_iter = load_data_fashion_mnist(
-        per_rank,
-        root=config["root"],
-        n_train=config["n_train"],
-        n_test=config["n_test"],
-        seed=seed,
+        per_rank, root=config["root"], n_train=config["n_train"], n_test=config["n_test"], seed=seed
     )
     dataset = train_iter.dataset
     sampler = DistributedSampler(
