@@ -78,9 +78,6 @@ os.environ["IPYTHONDIR"] = str(CONF_DIR / "ipython")
 # Idle OpenMP threads sleep instead of spinning: spinning threads made small training steps
 # 5-20x slower on a busy 2-core machine (measured).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# torch.profiler (Kineto) logs "profiler_start" lines with a date and pids to stderr, which a
-# page would show as an output that changes with every build; level 6 keeps its errors only.
-os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / "docs/_build/.jupyter_cache" / cache_key(ROOT, profile.name))

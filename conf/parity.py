@@ -11,7 +11,7 @@ with the command that records the new hash, to run once the translation is up to
     nox -s parity -- --refresh zh/<page>.md
 
 It prints every problem and exits with status 1 if there is any. Pages are read with myst-nb's
-and myst-parser's own parsers (the docs extra); recording needs only PyYAML.
+and myst-parser's own parsers (the docs group); recording needs only PyYAML.
 """
 
 import argparse
@@ -199,9 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--docs", type=Path, default=DOCS, help="the folder of en/ and zh/")
     args = parser.parse_args(argv)
-    for lang in LANGUAGES:
-        if not (args.docs / lang).is_dir():
-            parser.error(f"{args.docs / lang} is not a folder")
+    if missing := [lang for lang in LANGUAGES if not (args.docs / lang).is_dir()]:
+        parser.error(f"{args.docs / missing[0]} is not a folder")
     for argument in args.refresh:
         refresh(args.docs, argument)
     try:

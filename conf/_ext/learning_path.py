@@ -53,7 +53,7 @@ class LearningPath(SphinxDirective):
             minutes = reading_minutes(path.read_text(encoding="utf-8"))
             gpus = str(gpus_wanted(path) or _("none"))
             rows.append((f"{{doc}}`{page}`", summary, _("{n} min").format(n=minutes), gpus))
-        return self.parse_text_to_nodes(list_table(rows, "20 56 12 12", "learning-path"))
+        return self.parse_text_to_nodes(list_table(rows, "learning-path"))
 
 
 def setup(app):

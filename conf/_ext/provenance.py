@@ -50,9 +50,9 @@ def gpus_wanted(path: Path) -> int:
     return gpus
 
 
-def list_table(rows: list[tuple[str, ...]], widths: str, classes: str = "", header=True) -> str:
+def list_table(rows: list[tuple[str, ...]], classes: str = "", header: bool = True) -> str:
     """A MyST ``{list-table}`` of ``rows`` (each cell MyST text), for a directive to parse."""
-    lines = ["::::{list-table}", f":widths: {widths}", f":header-rows: {int(header)}"]
+    lines = ["::::{list-table}", ":widths: auto", f":header-rows: {int(header)}"]
     if classes:
         lines.append(f":class: {classes}")
     for first, *others in rows:
@@ -130,8 +130,7 @@ class BuildInfo(SphinxDirective):
         rows += [(name, version(name)) for name in ("sphinx", "myst-nb", "jupyter-cache", "furo")]
         rows.append((_("Built"), facts["date"]))
         self.env.note_reread()  # the facts are this build's
-        rows = [(name, f"`{value}`") for name, value in rows]
-        return self.parse_text_to_nodes(list_table(rows, "1 3", header=False))
+        return self.parse_text_to_nodes(list_table([(n, f"`{v}`") for n, v in rows], header=False))
 
 
 class ExecTableInLanguage(SphinxPostTransform):

@@ -306,7 +306,9 @@ def _finish(
     compile_seconds: float = 0.0,
 ) -> TrainResult:
     """The :class:`TrainResult` of a finished run, printed with ``verbose``."""
-    n_test = sum(len(y) for _, y in test_iter) if n_test is None else n_test
+    if n_test is None:  # a DataLoader's dataset, not a pass over it (which draws a random seed)
+        dataset = getattr(test_iter, "dataset", None)
+        n_test = len(dataset) if dataset is not None else sum(len(y) for _, y in test_iter)
     result = TrainResult(
         history[-1].test_acc, sum(s.seconds for s in history) / len(history), devices,
         len(history), n_train, n_test, batch_size, lr, history, note, schedule, compile_seconds,
