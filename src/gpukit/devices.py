@@ -126,6 +126,11 @@ def existing_device(device: object) -> torch.device:
     return torch.device("cuda", index)
 
 
+def _device_or_gpu(device: object) -> torch.device:
+    """``device`` checked by :func:`existing_device`; ``None``: :func:`try_gpu`."""
+    return try_gpu() if device is None else existing_device(device)
+
+
 def _existing_devices(devices: object) -> list[torch.device]:
     """The check of every list of devices: each an :func:`existing_device`; one may repeat."""
     if isinstance(devices, str | torch.device) or not isinstance(devices, Sequence):
@@ -177,7 +182,7 @@ def describe_device(device: str | torch.device | None = None) -> str:
         >>> describe_device("cpu").startswith("cpu: ")
         True
     """
-    dev = try_gpu() if device is None else existing_device(device)
+    dev = _device_or_gpu(device)
     if dev.type == "cpu":
         return f"cpu: {_cpu_model()}, {_cores()}, {torch.get_num_threads()} PyTorch thread(s)"
     props = torch.cuda.get_device_properties(dev)

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from gpukit._checks import check_choice, check_int, check_number, check_type
-from gpukit.devices import existing_device, try_gpu
+from gpukit.devices import _device_or_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.timing import Timer, format_seconds
 from gpukit.training import Batches, TrainResult, _batch_size, _check, _finish, _init, _train_epochs
@@ -35,7 +35,7 @@ def auto_precision(device: torch.device | str | None = None) -> str:
         >>> auto_precision("cpu") in ("bf16", "fp32")
         True
     """
-    device = try_gpu() if device is None else existing_device(device)
+    device = _device_or_gpu(device)
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp16"
     flags = torch.cpu.get_capabilities()
@@ -161,7 +161,7 @@ def train_fast(
     check_choice(precision, "precision", ["auto", *_DTYPES])
     if compile is not None and not isinstance(compile, bool | str):
         raise TypeError(f"compile must be None, a bool or a mode name, got {compile!r}")
-    device = try_gpu() if device is None else existing_device(device)
+    device = _device_or_gpu(device)
     precision = auto_precision(device) if precision == "auto" else precision
     _init(net, init, seed)
     net.to(device, memory_format=torch.channels_last if channels_last else torch.preserve_format)

@@ -22,7 +22,7 @@ from torch import nn
 
 from gpukit._checks import check_choice, check_int, check_number, check_tensors
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
-from gpukit.devices import _existing_devices, existing_device, try_all_gpus, try_gpu
+from gpukit.devices import _device_or_gpu, _existing_devices, try_all_gpus
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.models import init_weights, resnet18
 from gpukit.parallel import _check_backend, _launch, _rank_device
@@ -372,7 +372,7 @@ def train_ch6(
         ...     r = train_ch6(lenet(), [(X, y)], [(X, y)], 1, 0.1, "cuda:0", verbose=False)
     """
     _check(net, num_epochs, lr, init, seed, schedule, train_iter=train_iter, test_iter=test_iter)
-    device = try_gpu() if device is None else existing_device(device)
+    device = _device_or_gpu(device)
     _init(net, init, seed)
     net.to(device)
     history, n_train = _train_epochs(
