@@ -240,6 +240,24 @@ def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path)
     )
 
 
+@pytest.mark.parametrize("case", ["cpu", "gpu gpus"])
+def test_a_case_holding_a_glued_value_fails_the_build(tmp_path: Path, case: str) -> None:
+    """A case is shown on every build, its own machine's or not: a value glued from this build
+    inside it would describe the wrong machine on the others (the own case fails too, since
+    the same page built on another kind of machine would show it collapsed)."""
+    site = copy_fixture_site(tmp_path / "src")
+    glued = "```{code-cell} ipython3\nfrom myst_nb import glue\nglue('n', 3, display=False)\n```\n"
+    cases = {"cpu": "A", "gpu gpus": "B"} | {case: "took {glue:text}`n` s"}
+    body = "".join(f":::{{case}} {kinds}\n{text}\n:::\n" for kinds, text in cases.items())
+    page = site / "en" / "page.md"
+    page.write_text(
+        page.read_text("utf-8") + f"\n{glued}\n::::{{machine-cases}}\n{body}::::\n", "utf-8"
+    )
+    build = sphinx_build(site, "en", tmp_path / "out")
+    assert build.returncode != 0
+    assert f"the {{case}} {case} holds a glued value" in build.log, build.log
+
+
 def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
     """The About page's execution table (conf/_ext/provenance.py) and the index's learning path
     (conf/_ext/learning_path.py) in each language, with a status every font can show."""

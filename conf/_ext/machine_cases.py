@@ -17,7 +17,14 @@ the other cases in a collapsed block::
 
 ``{details} Title`` is the collapsed block on its own, for material a first read can skip
 (deep dives, solutions). Both render as an HTML ``<details>`` element, which needs no script.
+
+A case holds no glued value (``{glue:text}`` and the other glue roles and directives of
+myst-nb): every case is shown, collapsed, on the builds of other kinds of machine, where a
+glued number would be that build's, not the case's. Glued numbers go in the text around the
+cases, which is true on every machine; a case says in words what its kind of machine shows.
 """
+
+import re
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -27,6 +34,7 @@ from sphinx.util.docutils import SphinxDirective
 import gpukit
 
 CASES = ("cpu", "gpu", "gpus")  # no GPU, one GPU, two or more
+GLUE = re.compile(r"\{glue(:[\w-]+)?\}")  # a glue role or directive of myst-nb
 
 
 def this_machine() -> str:
@@ -58,6 +66,13 @@ class Case(Details):
 
     def run(self) -> list[nodes.Node]:
         kinds = [directives.choice(word, CASES) for word in self.arguments[0].split()]
+        if GLUE.search("\n".join(self.content)):
+            raise self.error(
+                f"the {{case}} {self.arguments[0]} holds a glued value: a case is also shown on "
+                "other kinds of machine, where the value would be that build's. Put glued "
+                "values in the text around {machine-cases}, and say in the case in words what "
+                "such a machine shows"
+            )
         content = self.parse_content_to_nodes()
         return [nodes.container("", *content, classes=["machine-case"], machine_case=kinds)]
 
@@ -83,10 +98,14 @@ class MachineCases(SphinxDirective):
         return [*(n for n in cases if here in n["machine_case"]), collapsed]
 
 
+def depart_details(self, node: details) -> None:
+    self.body.append("</details>\n")
+
+
 def setup(app):
     # As a config value, the kind of machine makes a build on another kind read every page again.
     app.add_config_value("machine_case", this_machine(), "env", types=[str])
-    app.add_node(details, html=(visit_details, lambda self, node: self.body.append("</details>\n")))
+    app.add_node(details, html=(visit_details, depart_details))
     app.add_directive("details", Details)
     app.add_directive("case", Case)
     app.add_directive("machine-cases", MachineCases)

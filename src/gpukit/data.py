@@ -177,8 +177,30 @@ def _decode(folder: Path, split: str, stamp: tuple) -> tuple[np.ndarray, np.ndar
     return images, labels
 
 
+class _ResizeBatch:
+    """A ``collate_fn`` that stacks a minibatch and resizes its images to ``size`` x ``size``.
+
+    Resizing a minibatch when it is drawn, as D2L's ``transforms.Resize`` does image by image,
+    keeps the data set at 28 x 28 in memory: all 60,000 images at 224 x 224 would take 12 GB.
+    A class, not a closure, so that worker processes can unpickle it.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __call__(self, examples: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
+        X, y = data.default_collate(examples)
+        # Bilinear with antialiasing, as torchvision's Resize on images; align_corners=False
+        # maps pixel centres the same way.
+        X = torch.nn.functional.interpolate(
+            X, size=(self.size, self.size), mode="bilinear", align_corners=False, antialias=True
+        )
+        return [X, y]
+
+
 def load_data_fashion_mnist(
     batch_size: int,
+    resize: int | None = None,
     *,
     root: str | os.PathLike[str] | None = None,
     n_train: int | None = None,
@@ -189,8 +211,9 @@ def load_data_fashion_mnist(
     """Return ``(train_iter, test_iter)``: loaders over real Fashion-MNIST (D2L's function).
 
     Batches are ``(X, y)``: ``X`` float32 in ``[0, 1]`` of shape ``(B, 1, 28, 28)``, ``y``
-    int64 classes ``0..9``. ``root`` is passed to :func:`find_fashion_mnist`. (D2L's ``resize``
-    is left out: no page of the GPU chapter resizes.)
+    int64 classes ``0..9``. ``resize`` (D2L's second argument, e.g. 96 or 224 for its ResNet
+    and AlexNet) makes the images ``resize`` x ``resize``, bilinearly, one minibatch at a time.
+    ``root`` is passed to :func:`find_fashion_mnist`.
 
     ``n_train`` and ``n_test`` (``None``: all 60,000 and 10,000) take the first examples of a
     permutation seeded by ``seed``, kept in file order: the same in every run, and a smaller
@@ -201,36 +224,68 @@ def load_data_fashion_mnist(
     Example:
         >>> try:
         ...     train_iter, test_iter = load_data_fashion_mnist(32, n_train=64, n_test=32)
+        ...     big_iter, _ = load_data_fashion_mnist(8, 96, n_train=8, n_test=8)
         ... except DataNotFoundError:
         ...     pass  # no data on this machine and no network: the error says how to get it
         ... else:
         ...     X, y = next(iter(train_iter))
         ...     assert X.shape == (32, 1, 28, 28) and len(train_iter.dataset) == 64
+        ...     assert next(iter(big_iter))[0].shape == (8, 1, 96, 96)
     """
     check_int(batch_size, "batch_size")
+    if resize is not None:
+        check_int(resize, "resize", 1, "or None")
     for name, n in (("n_train", n_train), ("n_test", n_test)):
         if n is not None:
             check_int(n, name, 1, "or None")
     check_int(seed, "seed", 0)
     check_int(num_workers, "num_workers", 0)
     folder = find_fashion_mnist(root)
-    loaders = []
-    for stream, (split, n, name) in enumerate((("train", n_train, "n_train"),
-                                               ("test", n_test, "n_test"))):  # fmt: skip
-        stats = [(folder / name).stat() for name in FILES[split]]
-        stamp = tuple((st.st_size, st.st_mtime_ns) for st in stats)
-        images, labels = _decode(folder.resolve(), split, stamp)
-        idx = np.arange(len(labels))
-        if n is not None:
-            if n > len(labels):
-                raise ValueError(f"{name} must be None or between 1 and {len(labels)}, got {n}")
-            # The first n of a seeded permutation, sorted: nested subsets in file order.
-            idx = np.sort(np.random.default_rng([seed, stream]).permutation(len(labels))[:n])
-        # Indexing copies, so the cached arrays stay untouched (and read-only).
-        X = torch.from_numpy(images[idx]).unsqueeze(1).float().div_(255)
-        dataset = data.TensorDataset(X, torch.from_numpy(labels[idx].astype(np.int64)))
-        loaders.append(data.DataLoader(
-            dataset, batch_size, shuffle=split == "train", num_workers=num_workers,
-            generator=torch.Generator().manual_seed(seed) if split == "train" else None,
-        ))  # fmt: skip
-    return loaders[0], loaders[1]
+    loader_options = {
+        "folder": folder,
+        "seed": seed,
+        "batch_size": batch_size,
+        "num_workers": num_workers,
+        "collate": None if resize is None else _ResizeBatch(resize),
+    }
+    train_iter = _loader(split="train", n=n_train, name="n_train", **loader_options)
+    test_iter = _loader(split="test", n=n_test, name="n_test", **loader_options)
+    return train_iter, test_iter
+
+
+def _loader(
+    *,
+    folder: Path,
+    split: str,
+    n: int | None,
+    name: str,
+    seed: int,
+    batch_size: int,
+    num_workers: int,
+    collate: _ResizeBatch | None,
+) -> data.DataLoader:
+    """The loader of one split for :func:`load_data_fashion_mnist`, its arguments checked."""
+    stats = [(folder / file).stat() for file in FILES[split]]
+    stamp = tuple((st.st_size, st.st_mtime_ns) for st in stats)
+    images, labels = _decode(folder.resolve(), split, stamp)
+    idx = np.arange(len(labels))
+    if n is not None:
+        if n > len(labels):
+            raise ValueError(f"{name} must be None or between 1 and {len(labels)}, got {n}")
+        # The first n of a seeded permutation, sorted: nested subsets in file order. The
+        # permutation of the test split uses another stream of the same seed.
+        stream = 0 if split == "train" else 1
+        permutation = np.random.default_rng([seed, stream]).permutation(len(labels))
+        idx = np.sort(permutation[:n])
+    # Indexing copies, so the cached arrays stay untouched (and read-only).
+    X = torch.from_numpy(images[idx]).unsqueeze(1).float().div_(255)
+    dataset = data.TensorDataset(X, torch.from_numpy(labels[idx].astype(np.int64)))
+    shuffle = split == "train"
+    return data.DataLoader(
+        dataset,
+        batch_size,
+        shuffle=shuffle,
+        num_workers=num_workers,
+        collate_fn=collate,
+        generator=torch.Generator().manual_seed(seed) if shuffle else None,
+    )

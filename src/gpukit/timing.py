@@ -10,6 +10,7 @@ events on its current stream (the GPU's time between the two, idle gaps included
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 
@@ -103,6 +104,19 @@ class Timer:
             (3.0, 9.0)
         """
         return sum(self.times)
+
+    def cumsum(self) -> list[float]:
+        """Return the accumulated time after each recorded time (D2L's ``Timer.cumsum``).
+
+        D2L plots these against the work done so far, e.g. examples seen after each epoch.
+
+        Example:
+            >>> timer = Timer()
+            >>> timer.times = [1.0, 2.0, 6.0]
+            >>> timer.cumsum()
+            [1.0, 3.0, 9.0]
+        """
+        return list(itertools.accumulate(self.times))
 
 
 class Benchmark:
