@@ -82,6 +82,9 @@ def read_page(path: Path) -> SimpleNamespace:
                 if name == "toctree":
                     entries = [line.strip() for line in found.body if line.strip()]
                     page.toctree += [(TARGET.search(e) or ["", e])[1] for e in entries]
+                elif name == "learning-path":  # the book's toctree: "page: summary" lines
+                    entries = [line for line in found.body if line.strip()]
+                    page.toctree += [e.partition(":")[0].strip() for e in entries if e[0] != "#"]
                 elif name not in LITERAL:  # MyST, with labels and references of its own
                     scan(argument + "\n\n" + "\n".join(found.body))
 

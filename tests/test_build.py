@@ -265,9 +265,10 @@ def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Pa
     for lang in ("en", "zh"):
         (site / lang / "about.md").write_text("# About\n\n```{nb-exec-table}\n```\n", "utf-8")
         index = site / lang / "index.md"
-        path = ":::{learning-path}\npage: Teaches `one` thing.\n:::\n\n"
+        # The learning path writes the book's numbered toctree: page leaves the fixture's own.
+        path = ":::{learning-path} The book\n# Part one\npage: Teaches `one` thing.\n:::\n\n"
         text = index.read_text("utf-8").replace("```{toctree}", path + "```{toctree}", 1)
-        index.write_text(text.replace("page\n", "page\nabout\n", 1), "utf-8")
+        index.write_text(text.replace("page\n", "about\n", 1), "utf-8")
     builds = {lang: sphinx_build(site, lang, tmp_path / "out") for lang in ("en", "zh")}
 
     def text(lang: str, page: str) -> str:
@@ -285,6 +286,10 @@ def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Pa
     assert "A page Teaches one thing. 5 min none" in text("en", "index")
     assert "阅读时间" in text("zh", "index")
     assert "一个页面 Teaches one thing. 5 分钟 无" in text("zh", "index")
+    assert "Part one" in text("en", "index")
+    # ... and puts the page in the book, numbered, in the sidebar of every page.
+    assert '<span class="section-number">1. </span>A page' in builds["en"].page("page")
+    assert "The book" in text("en", "about")
 
 
 NOTEBOOK_PAGE = """

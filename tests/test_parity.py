@@ -79,6 +79,16 @@ def test_fixture_page_is_read_completely() -> None:
     assert index.toctree == ["page", "part/nested"]
 
 
+def test_the_learning_paths_pages_are_toctree_entries(tmp_path: Path) -> None:
+    # The index's {learning-path} writes the book's toctree (conf/_ext/learning_path.py).
+    index = tmp_path / "index.md"
+    path = (
+        ":::{learning-path} The book\n# Part one\npage: Teaches: one thing.\n\nother: Two.\n:::\n"
+    )
+    index.write_text(f"# Index\n\n{path}", encoding="utf-8")
+    assert parity.read_page(index).toctree == ["page", "other"]
+
+
 # -- Each difference that breaks parity is reported -------------------------------------------
 # (file to edit, text, replacement, what the report says)
 BREAKS = {

@@ -1,9 +1,18 @@
-"""The index's learning path: a table of the pages, each with what it teaches, the time it takes
-to read and the GPUs its full run wants, the last two taken from the page itself::
+"""The index's learning path: the book's reading order, in parts, as one list::
 
-    :::{learning-path}
+    :::{learning-path} The book
+    # One GPU
     use-gpu: Put tensors and models on a device and copy between devices.
+    hardware: How fast processors, memory and links are.
+    # Several GPUs
+    multiple-gpus: Train one network on several GPUs by hand.
     :::
+
+A ``# title`` line starts a part; each other line is ``page: what it teaches``. The directive
+writes one table per part (each page with what it teaches, the time it takes to read and the
+GPUs its full run wants, the last two taken from the page itself) and the book's numbered,
+hidden table of contents (a ``toctree`` whose caption is the directive's argument), so the
+order of the pages is written once and a page cannot be in the book without its row.
 
 The reading time is counted from the page's source in this language (prose and code, rounded up
 to five minutes); the GPUs are its front matter ``gpus:`` (what ``--require-gpus`` checks). Both
@@ -38,22 +47,53 @@ def reading_minutes(text: str) -> int:
 
 
 class LearningPath(SphinxDirective):
-    """``{learning-path}``: one ``page: what it teaches`` per line."""
+    """``{learning-path} caption``: ``# part`` lines and ``page: what it teaches`` lines."""
 
+    required_arguments = 1
+    final_argument_whitespace = True
     has_content = True
 
     def run(self) -> list[nodes.Node]:
-        rows = [(_("Page"), _("What you will learn"), _("Reading time"), _("GPUs (full run)"))]
+        parts = self.parts()
+        result: list[nodes.Node] = []
+        for title, pages in parts:
+            if title:
+                result.append(nodes.rubric(title, title, classes=["learning-path-part"]))
+            rows = [self.row(page, summary) for page, summary in pages]
+            header = (_("Page"), _("What you will learn"), _("Reading time"), _("GPUs (full run)"))
+            result += self.parse_text_to_nodes(list_table([header, *rows], "learning-path"))
+        every_page = [page for _title, pages in parts for page, _summary in pages]
+        toctree = ["```{toctree}", f":caption: {self.arguments[0]}", ":numbered:"]
+        toctree += [":maxdepth: 2", ":hidden:", "", *every_page, "```"]
+        return result + self.parse_text_to_nodes("\n".join(toctree))
+
+    def parts(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """``(part title, [(page, summary), ...])`` in reading order; the title of pages
+        listed before the first ``#`` line is empty."""
+        parts: list[tuple[str, list[tuple[str, str]]]] = []
         for line in filter(str.strip, self.content):
+            if line.startswith("#"):
+                parts.append((line.lstrip("#").strip(), []))
+                continue
             page, colon, summary = (part.strip() for part in line.partition(":"))
-            path = Path(self.env.doc2path(page))
-            if not colon or not path.is_file():
-                raise self.error(f"learning-path: 'page: what it teaches', got {line!r}")
-            self.env.note_dependency(str(path))
-            minutes = reading_minutes(path.read_text(encoding="utf-8"))
-            gpus = str(gpus_wanted(path) or _("none"))
-            rows.append((f"{{doc}}`{page}`", summary, _("{n} min").format(n=minutes), gpus))
-        return self.parse_text_to_nodes(list_table(rows, "learning-path"))
+            if not colon or not Path(self.env.doc2path(page)).is_file():
+                raise self.error(
+                    f"learning-path: '# part title' or 'page: what it teaches', got {line!r}"
+                )
+            if not parts:
+                parts.append(("", []))
+            parts[-1][1].append((page, summary))
+        if not parts or not any(pages for _title, pages in parts):
+            raise self.error("learning-path lists no page")
+        return parts
+
+    def row(self, page: str, summary: str) -> tuple[str, str, str, str]:
+        """The table row of ``page``: its link, ``summary``, reading time and GPUs wanted."""
+        path = Path(self.env.doc2path(page))
+        self.env.note_dependency(str(path))
+        minutes = reading_minutes(path.read_text(encoding="utf-8"))
+        gpus = str(gpus_wanted(path) or _("none"))
+        return (f"{{doc}}`{page}`", summary, _("{n} min").format(n=minutes), gpus)
 
 
 def setup(app):

@@ -84,6 +84,8 @@ class MachineCases(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         parsed = self.parse_content_to_nodes()
+        if any(isinstance(node, nodes.system_message) for node in parsed):
+            return parsed  # a case reported its error: one message is enough
         cases = [n for n in parsed if n.get("machine_case")]
         found = sorted(kind for n in cases for kind in n["machine_case"])
         if len(cases) != len(parsed) or found != sorted(set(found)) or len(cases) < 2:
