@@ -226,7 +226,7 @@ def test_cache_key_changes_with_every_gpukit_file(key_root: Path) -> None:
     assert len(files) >= 5
     for path in files:
         original = path.read_bytes()
-        path.write_bytes(original + b"\n# changed\n")
+        path.write_bytes(original + b"\n_changed = 1\n")
         assert execution.cache_key(key_root, "quick") != key, path
         path.write_bytes(original)
     assert execution.cache_key(key_root, "quick") == key
@@ -247,7 +247,21 @@ def test_cache_key_changes_with_new_renamed_and_profile_files(key_root: Path) ->
     assert execution.cache_key(key_root, "quick") == key
     # The IPython profile shapes every output (e.g. how tracebacks look).
     startup = next((key_root / "conf" / "ipython").rglob("*.py"))
-    startup.write_text(startup.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    startup.write_text(startup.read_text(encoding="utf-8") + "\n_changed = 1\n", encoding="utf-8")
+    assert execution.cache_key(key_root, "quick") != key
+
+
+def test_cache_key_ignores_docstrings_comments_and_layout(key_root: Path) -> None:
+    """Editing a docstring re-executes no page; editing what a function computes does."""
+    key = execution.cache_key(key_root, "quick")
+    timing = key_root / "src" / "gpukit" / "timing.py"
+    original = timing.read_text(encoding="utf-8")
+    assert '"""Format a duration' in original and "zero=True):.4f} sec" in original
+    documented = original.replace('"""Format a duration', '"""Format a time span')
+    documented = documented.replace("import time\n", "import time  # the wall clock\n\n")
+    timing.write_text(documented, encoding="utf-8")
+    assert execution.cache_key(key_root, "quick") == key
+    timing.write_text(documented.replace(":.4f} sec", ":.3f} sec"), encoding="utf-8")
     assert execution.cache_key(key_root, "quick") != key
 
 

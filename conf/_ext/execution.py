@@ -20,6 +20,7 @@ are removed (``remove-output``) cannot, and fails too. Each problem is a Sphinx 
 cell (``page.md:LINE``): ``-W`` fails the build naming the page, the line and the cell's code.
 """
 
+import ast
 import hashlib
 import re
 import shutil
@@ -40,7 +41,10 @@ HASHED_TREES = ("src/gpukit", "conf/ipython")
 
 
 def tree_hash(root: Path, trees: tuple[str, ...] = HASHED_TREES) -> str:
-    """SHA-256 over the relative paths and bytes of every source file under ``trees``."""
+    """SHA-256 over the relative paths and the code of every source file under ``trees``.
+
+    The code, not the bytes: :func:`code_of` leaves docstrings, comments and layout out, so
+    that an edited docstring does not execute the whole site again."""
     digest = hashlib.sha256()
     for tree in trees:
         for path in sorted((root / tree).rglob("*.py")):
@@ -48,8 +52,29 @@ def tree_hash(root: Path, trees: tuple[str, ...] = HASHED_TREES) -> str:
             # not sources: hashing them would crash or re-execute the site for nothing.
             if "__pycache__" in path.parts or path.name.startswith(".") or not path.is_file():
                 continue
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + code_of(path))
     return digest.hexdigest()
+
+
+def code_of(path: Path) -> bytes:
+    """What ``path`` computes: its syntax tree without docstrings (comments and layout are not
+    in the tree). A file that does not parse counts with all of its bytes."""
+    source = path.read_bytes()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
 
 
 def hardware_signature() -> str:
