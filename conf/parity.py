@@ -197,9 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="parity", description=__doc__.split("\n\n")[0], allow_abbrev=False
     )
     parser.add_argument(
-        "--refresh", nargs="+", metavar="PAGE", default=[],
+        "--refresh",
+        nargs="+",
+        metavar="PAGE",
+        default=[],
         help=f"record that {TRANSLATION}/PAGE is up to date with {SOURCE}/PAGE, then check",
-    )  # fmt: skip
+    )
     parser.add_argument("--docs", type=Path, default=DOCS, help="the folder of en/ and zh/")
     args = parser.parse_args(argv)
     if missing := [lang for lang in LANGUAGES if not (args.docs / lang).is_dir()]:

@@ -83,9 +83,14 @@ def copy_fixture_site(dest: Path, name: str = "site") -> Path:
 def sphinx_command(site: Path, lang: str, out: Path, *extra: str) -> list[str]:
     """The sphinx-build command line of ``nox -s docs``, with an execution cache under ``out``."""
     return [
-        sys.executable, "-m", "sphinx", *sphinx_build_args(site, out, lang),
-        "-D", f"nb_execution_cache_path={out / 'cache'}", *extra,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "sphinx",
+        *sphinx_build_args(site, out, lang),
+        "-D",
+        f"nb_execution_cache_path={out / 'cache'}",
+        *extra,
+    ]
 
 
 def sphinx_build(

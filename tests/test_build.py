@@ -345,8 +345,9 @@ def test_notebook_markdown_is_plain_jupyter_markdown(tmp_path: Path) -> None:
     (site / "img").mkdir()
     (site / "img" / "square.svg").write_text(
         '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" '
-        'height="10"/></svg>\n', "utf-8"
-    )  # fmt: skip
+        'height="10"/></svg>\n',
+        "utf-8",
+    )
     page = site / "zh" / "page.md"
     page.write_text(page.read_text("utf-8") + NOTEBOOK_PAGE, "utf-8")
     build = sphinx_build(site, "zh", tmp_path / "out")

@@ -40,8 +40,9 @@ def stretches(lines: list[str], first: int = 1) -> Iterator[tuple[float, int]]:
             continue
         fence, name = opening["fence"], opening["name"] or "code"
         closing = re.compile(rf"^{re.escape(fence[0])}{{{len(fence)},}}\s*$")
-        end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j].strip())),
-                   len(lines))  # fmt: skip
+        end = next(
+            (j for j in range(i + 1, len(lines)) if closing.match(lines[j].strip())), len(lines)
+        )
         body = lines[i + 1 : end]
         if name in BREAKS or name == "code":
             yield run, start
@@ -66,8 +67,9 @@ def page_lines(path: Path) -> list[str]:
 PAGES = sorted(p for lang in ("en", "zh") for p in (DOCS / lang).glob("*.md"))
 
 
-@pytest.mark.parametrize("path", [p for p in PAGES if p.name not in NOT_PROSE],
-                         ids=lambda p: f"{p.parent.name}/{p.name}")  # fmt: skip
+@pytest.mark.parametrize(
+    "path", [p for p in PAGES if p.name not in NOT_PROSE], ids=lambda p: f"{p.parent.name}/{p.name}"
+)
 def test_no_wall_of_prose(path: Path) -> None:
     longest, line = max(stretches(page_lines(path)))
     assert longest <= LIMIT, (
@@ -80,8 +82,10 @@ def test_no_wall_of_prose(path: Path) -> None:
 def test_a_wall_is_found(tmp_path: Path) -> None:
     prose = " ".join(["word"] * 300)
     page = tmp_path / "page.md"
-    page.write_text(f"# T\n\n{prose}\n\n```{{code-cell}} ipython3\nx = 1\n```\n\n{prose}\n\n"
-                    f":::{{note}}\n{prose}\n:::\n\n:::{{details}} More\n{prose * 3}\n:::\n",
-                    encoding="utf-8")  # fmt: skip
+    page.write_text(
+        f"# T\n\n{prose}\n\n```{{code-cell}} ipython3\nx = 1\n```\n\n{prose}\n\n"
+        f":::{{note}}\n{prose}\n:::\n\n:::{{details}} More\n{prose * 3}\n:::\n",
+        encoding="utf-8",
+    )
     counted = [round(w) for w, _ in stretches(page_lines(page))]
     assert counted == [301, 600]  # the note is read, the collapsed block is not

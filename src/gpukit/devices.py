@@ -21,8 +21,19 @@ import torch
 
 from gpukit._checks import check_int, check_type
 
-__all__ = ["cpu", "describe_device", "describe_devices", "describe_machine", "device_report",
-           "existing_device", "gpu", "num_gpus", "replicas", "try_all_gpus", "try_gpu"]  # fmt: skip
+__all__ = [
+    "cpu",
+    "describe_device",
+    "describe_devices",
+    "describe_machine",
+    "device_report",
+    "existing_device",
+    "gpu",
+    "num_gpus",
+    "replicas",
+    "try_all_gpus",
+    "try_gpu",
+]
 
 # Environment variables that lower the instruction set of oneDNN's and MKL's CPU kernels (ATen's
 # own choice, ATEN_CPU_CAPABILITY, shows in torch.backends.cpu.get_cpu_capability()).

@@ -93,10 +93,17 @@ def lenet(num_classes: int = 10) -> nn.Sequential:
     """
     check_int(num_classes, "num_classes")
     return nn.Sequential(
-        nn.Conv2d(1, 20, kernel_size=3), nn.ReLU(), nn.AvgPool2d(kernel_size=2, stride=2),
-        nn.Conv2d(20, 50, kernel_size=5), nn.ReLU(), nn.AvgPool2d(kernel_size=2, stride=2),
-        nn.Flatten(), nn.Linear(800, 128), nn.ReLU(), nn.Linear(128, num_classes),
-    )  # fmt: skip
+        nn.Conv2d(1, 20, kernel_size=3),
+        nn.ReLU(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Conv2d(20, 50, kernel_size=5),
+        nn.ReLU(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Flatten(),
+        nn.Linear(800, 128),
+        nn.ReLU(),
+        nn.Linear(128, num_classes),
+    )
 
 
 def lenet_params(scale: float = 0.01, *, seed: int | None = None) -> list[torch.Tensor]:

@@ -78,8 +78,11 @@ def _compact_svg(svg: str) -> str:
         return f' d="{d}"'
 
     svg = re.sub(r' d="([^"]*)"', path, svg)
-    svg = re.sub(r' (x|y|width|height|transform)="([^"]*)"',
-                 lambda m: f' {m.group(1)}="{_round_numbers(m.group(2))}"', svg)  # fmt: skip
+    svg = re.sub(
+        r' (x|y|width|height|transform)="([^"]*)"',
+        lambda m: f' {m.group(1)}="{_round_numbers(m.group(2))}"',
+        svg,
+    )
     svg = re.sub(r' transform="rotate\(-?0 [^)]*\)"', "", svg)
     # matplotlib names every group (figure_1, line2d_7, ...); only ids used by a reference
     # such as url(#p1a2b) or xlink:href="#m3c4d" must stay.
@@ -141,8 +144,11 @@ class Animator:
     ) -> None:
         check_choice(xscale, "xscale", _SCALES)
         check_choice(yscale, "yscale", _SCALES)
-        if legend is not None and (isinstance(legend, str) or not isinstance(legend, Sequence)
-                                   or not all(isinstance(s, str) for s in legend)):  # fmt: skip
+        if legend is not None and (
+            isinstance(legend, str)
+            or not isinstance(legend, Sequence)
+            or not all(isinstance(s, str) for s in legend)
+        ):
             raise TypeError(f"legend must be None or a sequence of str, got {legend!r}")
         limits = _pair(xlim, "xlim"), _pair(ylim, "ylim")
         self._axes_args = (xlabel, ylabel, *limits, xscale, yscale, list(legend or []))
@@ -175,8 +181,10 @@ class Animator:
             raise ValueError(f"y has {n} values, but fmts has only {len(self.fmts)} formats")
         if self.X is not None and len(self.X) != n:
             raise ValueError(f"y must have {len(self.X)} values, as in the first add(), got {n}")
-        points = [(_as_value(a, f"x[{i}]"), _as_value(b, f"y[{i}]"))
-                  for i, (a, b) in enumerate(zip(xs, ys, strict=True))]  # fmt: skip
+        points = [
+            (_as_value(a, f"x[{i}]"), _as_value(b, f"y[{i}]"))
+            for i, (a, b) in enumerate(zip(xs, ys, strict=True))
+        ]
         if self.X is None or self.Y is None:
             self.X, self.Y = [[] for _ in range(n)], [[] for _ in range(n)]
         for i, (a, b) in enumerate(points):
@@ -210,6 +218,7 @@ class Animator:
         buffer = io.StringIO()
         with matplotlib.rc_context({**_SVG_RC, "font.sans-serif": _FONTS}):
             # A tight box keeps the axis labels inside the picture.
-            self.fig.savefig(buffer, format="svg", metadata=_NO_METADATA, facecolor="white",
-                             bbox_inches="tight")  # fmt: skip
+            self.fig.savefig(
+                buffer, format="svg", metadata=_NO_METADATA, facecolor="white", bbox_inches="tight"
+            )
         return _compact_svg(buffer.getvalue())

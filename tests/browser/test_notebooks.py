@@ -37,8 +37,22 @@ h => {
 }
 """
 # MyST that Jupyter would show as it is: targets, roles, directives and their options.
-RAW_MYST = ("(sec-", "(fig-", ")=", "{numref}", "{ref}", "{doc}", "{figure}", "{glue", ":::",
-            "```{", ":name:", ":alt:", "{note}", "{admonition}")  # fmt: skip
+RAW_MYST = (
+    "(sec-",
+    "(fig-",
+    ")=",
+    "{numref}",
+    "{ref}",
+    "{doc}",
+    "{figure}",
+    "{glue",
+    ":::",
+    "```{",
+    ":name:",
+    ":alt:",
+    "{note}",
+    "{admonition}",
+)
 # The text of the Markdown cells; with `code` left out, any "{name}" left is a role.
 MARKDOWN_JS = """
 withCode => [...document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown')].map(cell => {
@@ -161,15 +175,19 @@ def test_downloaded_notebook_runs_in_a_fresh_environment(tmp_path: Path) -> None
     site_packages = "import pathlib, torch; print(pathlib.Path(torch.__file__).parents[1])"
     borrowed = subprocess.run(
         [docs_python, "-c", site_packages],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
     purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(purelib, "borrowed.pth").write_text(borrowed + "\n", encoding="utf-8")
     # A copy of the package's files: building it writes build/ next to them.
     package = tmp_path / "gpukit"
@@ -177,17 +195,32 @@ def test_downloaded_notebook_runs_in_a_fresh_environment(tmp_path: Path) -> None
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, package)
     subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
-         "--no-build-isolation", "--ignore-installed", package],
-        check=True, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-index",
+            "--no-deps",
+            "--no-build-isolation",
+            "--ignore-installed",
+            package,
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
 
     executed = tmp_path / "executed.ipynb"
     env = {**os.environ, "GPUKIT_PROFILE": "quick", "PYTHONNOUSERSITE": "1"}
     done = subprocess.run(
         [python, "-c", RUN, SITE / "en" / "_notebooks" / "use-gpu.ipynb", executed],
-        capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     cells = nbformat.read(executed, as_version=4).cells
     assert cells[0]["outputs"] == []  # gpukit was there: the install cell installed nothing

@@ -290,9 +290,13 @@ def test_smoke_training_learns_with_the_oldest_cpu_kernels():
         )
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
-        env={**os.environ, **LOWERED_KERNELS}, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **LOWERED_KERNELS},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     capability, acc, first_loss, last_loss = done.stdout.split()
     assert capability == "DEFAULT"
@@ -363,9 +367,17 @@ def test_train_ddp_names_a_single_process_as_one(fake_fashion_mnist):
 def test_train_ddp_follows_the_schedule_in_every_process(fake_fashion_mnist):
     root = fake_fashion_mnist(n_train=48, n_test=20)  # 3 steps per epoch with batch 16
     result = train_ddp(
-        2, 2, 0.1, 16, net=lenet(), root=root, backend="gloo", schedule="warmup-cosine",
-        plot=False, verbose=False,
-    )  # fmt: skip
+        2,
+        2,
+        0.1,
+        16,
+        net=lenet(),
+        root=root,
+        backend="gloo",
+        schedule="warmup-cosine",
+        plot=False,
+        verbose=False,
+    )
     assert [s.lr for s in result.history] == pytest.approx(
         [0.1 * lr_factor("warmup-cosine", step, 3, 2) for step in (2, 5)]
     )
