@@ -402,3 +402,13 @@ def test_ci_runs_the_readmes_setup_and_test_command() -> None:
     assert "venv" in setup and check.endswith("nox"), commands
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()]
     assert ci_lines.index(setup) < ci_lines.index(check), ci_lines
+
+
+def test_pull_request_ci_runs_what_ci_runs() -> None:
+    """One definition of what CI checks: the pull-request workflow runs ``.ci/run``, which
+    installs the packages and runs the README's commands, and calls no check of its own."""
+    steps = load(GITHUB / "workflows" / "ci.yml")["jobs"]["checks"]["steps"]
+    runs = [step["run"].strip() for step in steps if "run" in step]
+    assert "bash .ci/run" in runs, runs
+    assert not any("nox" in run or "pytest" in run for run in runs), runs
+
