@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -305,7 +306,7 @@ def test_the_gpu_runner_runs_the_tests_that_need_a_gpu_before_building() -> None
     steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
     runs = [step.get("run", "") for step in steps]
     test = next(i for i, run in enumerate(runs) if "nox -s tests" in run)
-    build = next(i for i, run in enumerate(runs) if "nox -s docs" in run)
+    build = next(i for i, run in enumerate(runs) if "nox -s docs -- " in run)
     assert test < build, "a GPU bug in gpukit should stop the deployment before the long build"
     args = runs[test].split(" -- ", 1)[1].split()
     assert {"tests/gpukit", "--doctest-modules", "src"} <= set(args)
@@ -412,3 +413,20 @@ def test_pull_request_ci_runs_what_ci_runs() -> None:
     assert "bash .ci/run" in runs, runs
     assert not any("nox" in run or "pytest" in run for run in runs), runs
 
+
+def test_the_gpu_workflow_names_its_cache_entry_after_the_builds_cache_folder() -> None:
+    """One computation of the execution cache's key: conf/_ext/execution.py, which names the
+    folder the build uses, is what the workflow asks (no copy of the hash in YAML)."""
+    import execution
+
+    job = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]
+    script = named_step(job, "Name the execution cache")["run"]
+    assert '"$(.nox/docs/bin/python conf/_ext/execution.py full)"' in script
+    assert "hashFiles('src" not in str(named_step(job, "Name the execution cache").get("env"))
+    printed = subprocess.run(
+        [sys.executable, str(ROOT / "conf" / "_ext" / "execution.py"), "full"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert printed == execution.cache_key(ROOT, "full")

@@ -179,3 +179,12 @@ def setup(app):
     app.connect("builder-inited", repair_on_start, priority=600)
     app.connect("doctree-read", check_raises)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":
+    # The GPU workflow names its Actions cache entry after the folder (.github/workflows):
+    # ``python conf/_ext/execution.py full`` prints the folder's name for this machine.
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    print(cache_key(root, sys.argv[1] if len(sys.argv) > 1 else gpukit.current_profile().name))
