@@ -25,10 +25,12 @@ from urllib.parse import urljoin
 
 import nbformat
 from docutils import nodes
+from docutils.parsers.rst.directives.misc import TestDirective  # takes any option
 from jupyter_cache import get_cache
 from markdown_it.renderer import RendererHTML
 from myst_nb.core.variables import format_plain_text
 from myst_nb.ext.glue import extract_glue_data_cell
+from myst_parser.parsers.directives import parse_directive_text
 from myst_parser.parsers.mdit import create_md_parser
 from sphinx import addnodes
 from sphinx.directives.code import LiteralIncludeReader
@@ -137,10 +139,11 @@ class Markdown:
 
     def directive(self, token) -> str:
         name, _, argument = token.info[1:].partition("}")
-        name, argument, body, options = name.strip(), argument.strip(), token.content, {}
-        while option := re.match(r"[ \t]*:([\w-]+):[ \t]*(.*)\n?", body):
-            options[option[1]], body = option[2], body[option.end() :]
-        body = body.strip("\n")
+        name, argument = name.strip(), argument.strip()
+        # Options (":name: ..." lines or a YAML block) as MyST reads them for Sphinx.
+        parsed = parse_directive_text(TestDirective, "", token.content)
+        options = {key: str(value) for key, value in parsed.options.items()}
+        body = "\n".join(parsed.body).strip("\n")
         if name in ("figure", "image"):
             file = Path(self.app.srcdir, self.docname).parent / argument
             data = base64.b64encode(file.read_bytes()).decode()
