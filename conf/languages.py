@@ -18,13 +18,15 @@ class Language:
     name: str  # what the language switcher shows
 
 
-# English first: the Chinese build then finds every notebook in the execution cache.
-LANGUAGES = {
-    lang.code: lang
-    for lang in (Language("en", "en", "en", "English"), Language("zh", "zh_CN", "zh-CN", "中文"))
-}
 # Pages are written in English and translated into Chinese (conf/parity.py).
-SOURCE, TRANSLATION = LANGUAGES
+SOURCE = "en"
+TRANSLATION = "zh"
+# In build order, English first: the Chinese build then finds every notebook in the execution
+# cache.
+LANGUAGES = {
+    SOURCE: Language(code=SOURCE, locale="en", hreflang="en", name="English"),
+    TRANSLATION: Language(code=TRANSLATION, locale="zh_CN", hreflang="zh-CN", name="中文"),
+}
 # The MyST syntax of the pages, for Sphinx (conf.py) and for conf/parity.py.
 MYST_EXTENSIONS = ["colon_fence", "dollarmath", "amsmath"]
 
