@@ -50,6 +50,7 @@ extensions = [
     "machine_cases",  # this machine's explanation first, the others collapsed
     "execution",  # no half-written cache entry after a kill; raises-exception cells must raise
     "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
+    "api_reference",  # the API page's section of a gpukit module, made from its __all__
     "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
     "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN
 ]

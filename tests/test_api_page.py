@@ -18,24 +18,19 @@ MODULES = sorted(
 )
 
 
-def documented(lang: str) -> dict[str, list[str]]:
-    """Module -> names listed in its autosummary table on docs/<lang>/api.md."""
+def documented(lang: str) -> list[str]:
+    """The modules that docs/<lang>/api.md gives a section (``{gpukit-module}``), in order."""
     text = (DOCS / lang / "api.md").read_text(encoding="utf-8")
-    found = {}
-    for block in re.findall(r"```\{eval-rst\}\n(.*?)```", text, re.S):
-        module = re.search(r"\.\. automodule:: gpukit\.(\w+)", block).group(1)
-        table = block.split(".. autosummary::")[1].split(".. automodule::")[0]
-        found[module] = re.findall(r"^   (\w+)$", table, re.M)
-    return found
+    return re.findall(r"^```\{gpukit-module\} gpukit\.(\w+)$", text, re.M)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
-def test_every_module_and_public_name_is_on_the_api_page(lang: str) -> None:
-    pages = documented(lang)
-    assert sorted(pages) == MODULES
-    for name in MODULES:
-        module = importlib.import_module(f"gpukit.{name}")
-        assert pages[name] == list(module.__all__), f"gpukit.{name} on docs/{lang}/api.md"
+def test_every_module_has_a_section_on_the_api_page(lang: str) -> None:
+    # Each section lists its module's __all__ (conf/_ext/api_reference.py): no name is written
+    # on the page by hand.
+    sections = documented(lang)
+    assert sorted(sections) == MODULES, f"docs/{lang}/api.md"
+    assert len(sections) == len(set(sections)), f"a module has two sections in docs/{lang}/api.md"
 
 
 def test_package_exports_everything_its_modules_make_public() -> None:

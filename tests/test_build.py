@@ -258,6 +258,22 @@ def test_a_case_holding_a_glued_value_fails_the_build(tmp_path: Path, case: str)
     assert f"the {{case}} {case} holds a glued value" in build.log, build.log
 
 
+def test_an_api_section_lists_its_modules_public_names(tmp_path: Path) -> None:
+    """``{gpukit-module}`` (conf/_ext/api_reference.py): the summary table holds every name of
+    the module's ``__all__`` and nothing else, each linked to its documentation below."""
+    site = copy_fixture_site(tmp_path / "src")
+    api = "# API\n\n## Timing\n\n```{gpukit-module} gpukit.timing\n```\n"
+    (site / "en" / "api.md").write_text(api, "utf-8")
+    index = site / "en" / "index.md"
+    index.write_text(index.read_text("utf-8").replace("page\n", "page\napi\n", 1), "utf-8")
+    build = sphinx_build(site, "en", tmp_path / "out")
+    assert build.returncode == 0, build.log
+    assert not SPHINX_WARNING.search(build.log), build.log
+    table = build.page("api").split('<table class="autosummary')[1].split("</table>")[0]
+    listed = re.findall(r'href="#gpukit\.timing\.(\w+)"', table)
+    assert listed == gpukit.timing.__all__
+
+
 def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
     """The About page's execution table (conf/_ext/provenance.py) and the index's learning path
     (conf/_ext/learning_path.py) in each language, with a status every font can show."""

@@ -1,0 +1,46 @@
+"""The API page's sections, one per gpukit module, made from the module itself::
+
+    ```{gpukit-module} gpukit.devices
+    ```
+
+gives the module's summary table (``autosummary``, one row per name of its ``__all__``, in
+that order) followed by its documentation (``automodule``). The page lists each public name
+once, where the module declares it, so that a name added to ``__all__`` appears on the page.
+"""
+
+import importlib
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+
+class GpukitModule(SphinxDirective):
+    """``{gpukit-module} gpukit.<module>``: the summary of the module's ``__all__``, then its
+    members."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        name = self.arguments[0]
+        try:
+            public = importlib.import_module(name).__all__
+        except (ImportError, AttributeError) as err:
+            raise self.error(f"gpukit-module: {name} is not a module with __all__ ({err})")
+        rst = [
+            f".. currentmodule:: {name}",
+            "",
+            ".. autosummary::",
+            "   :nosignatures:",
+            "",
+            *(f"   {member}" for member in public),
+            "",
+            f".. automodule:: {name}",
+            "   :members:",
+            "   :no-value:",
+        ]
+        return self.parse_text_to_nodes("```{eval-rst}\n" + "\n".join(rst) + "\n```")
+
+
+def setup(app):
+    app.add_directive("gpukit-module", GpukitModule)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
