@@ -90,7 +90,8 @@ nb_execution_timeout = {"quick": 600, "full": 3600}[profile.name]
 nb_merge_streams = True
 # The toggles of hidden cells are myst-nb's settings, not theme strings from the catalog.
 if site_language == "zh":
-    nb_code_prompt_show, nb_code_prompt_hide = "显示隐藏内容", "隐藏内容"
+    nb_code_prompt_show = "显示隐藏内容"
+    nb_code_prompt_hide = "隐藏内容"
 
 # Sphinx reads a page again when its source or a config value changes, not when the code of
 # an extension does. As a config value, the hash of conf/_ext makes an edited extension (pulled,

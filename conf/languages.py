@@ -37,6 +37,7 @@ def sphinx_build_args(docs: Path, build: Path, lang: str, builder: str = "html")
     Warnings are errors (``-W``, all of them reported: ``--keep-going``), and so is a
     reference that does not resolve (``-n``). The output goes to ``build/<builder>/<lang>``.
     """
-    doctrees, out = build / "doctrees" / builder / lang, build / builder / lang
+    doctrees = build / "doctrees" / builder / lang
+    out = build / builder / lang
     options = ["-b", builder, "-t", lang, "-c", str(CONF_DIR), "-d", str(doctrees)]
     return [*options, "-W", "--keep-going", "-n", str(docs / lang), str(out)]

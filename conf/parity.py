@@ -109,8 +109,11 @@ def compare_pages(name: str, en: SimpleNamespace, zh: SimpleNamespace) -> list[s
             problems.append(f"{where}: options {dict(a.metadata)} vs {dict(b.metadata)}")
         if a.source != b.source:
             problems.append(f"{where}: source differs{_first_difference(a.source, b.source)}")
-    en_fm, zh_fm = en.front_matter, zh.front_matter
-    if keys := sorted(k for k in en_fm.keys() | zh_fm.keys() if en_fm.get(k) != zh_fm.get(k)):
+    if keys := sorted(
+        k
+        for k in en.front_matter.keys() | zh.front_matter.keys()
+        if en.front_matter.get(k) != zh.front_matter.get(k)
+    ):
         problems.append(f"front matter differs in {', '.join(keys)}")
     for what, title in (("labels", "labels"), ("references", "cross-reference targets")):
         a, b = getattr(en, what), getattr(zh, what)
@@ -131,7 +134,8 @@ def pages_of(docs: Path, lang: str) -> set[str]:
 
 def check(docs: Path) -> int:
     """Print every problem; return how many there are."""
-    en_pages, zh_pages = pages_of(docs, SOURCE), pages_of(docs, TRANSLATION)
+    en_pages = pages_of(docs, SOURCE)
+    zh_pages = pages_of(docs, TRANSLATION)
     problems = [
         f"{SOURCE if name in en_pages else TRANSLATION}/{name}: only in one language "
         f"(no {TRANSLATION if name in en_pages else SOURCE}/{name})"
@@ -183,7 +187,8 @@ def with_translation_of(text: str, value: str) -> str:
 
 def refresh(docs: Path, argument: str) -> None:
     name = page_name(argument)
-    en_path, zh_path = docs / SOURCE / name, docs / TRANSLATION / name
+    en_path = docs / SOURCE / name
+    zh_path = docs / TRANSLATION / name
     if missing := [path for path in (en_path, zh_path) if not path.is_file()]:
         raise SystemExit(f"--refresh {argument}: {missing[0]} does not exist")
     text = zh_path.read_text(encoding="utf-8")

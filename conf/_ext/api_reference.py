@@ -25,7 +25,7 @@ class GpukitModule(SphinxDirective):
         try:
             public = importlib.import_module(name).__all__
         except (ImportError, AttributeError) as err:
-            raise self.error(f"gpukit-module: {name} is not a module with __all__ ({err})")
+            raise self.error(f"gpukit-module: {name} is not a module with __all__ ({err})") from err
         rst = [
             f".. currentmodule:: {name}",
             "",

@@ -103,7 +103,8 @@ def repair_cache(path: str | Path) -> list[str]:
     from jupyter_cache import get_cache
     from jupyter_cache.cache.db import NbCacheRecord
 
-    executed, removed = Path(path) / "executed", []
+    executed = Path(path) / "executed"
+    removed = []
     if not (Path(path) / "global.db").is_file():
         return removed  # no cache yet
     cache = get_cache(path)

@@ -95,8 +95,9 @@ class MachineCases(SphinxDirective):
             )
         here = this_machine()
         others = [n for n in cases if here not in n["machine_case"]]
-        title, classes = _("On other machines"), ["machine-cases-others"]
-        collapsed = details("", *others, summary=title, classes=classes)
+        collapsed = details(
+            "", *others, summary=_("On other machines"), classes=["machine-cases-others"]
+        )
         return [*(n for n in cases if here in n["machine_case"]), collapsed]
 
 

@@ -76,7 +76,8 @@ class Markdown:
     def convert(self, text: str) -> str:
         """Blocks that MyST parses as directives, targets or code, each from its lines."""
         lines = text.splitlines(keepends=True)
-        out, done = [], 0
+        out = []
+        done = 0
         for token in self.parser.parse(text):
             directive = token.type in ("fence", "colon_fence") and token.info.startswith("{")
             if not token.map or token.map[0] < done or token.type not in VERBATIM | DROPPED:
@@ -258,13 +259,21 @@ def write_notebooks(app, exception: Exception | None) -> None:
         path.write_text(reader_notebook(app, docname, text, install), encoding="utf-8")
 
 
+def start_notebooks(app) -> None:
+    """This language's notebooks, as JSON by page, kept in its build environment."""
+    vars(app.env).setdefault("gpukit_notebooks", {})
+
+
+def forget_notebook(app, env, docname: str) -> None:
+    env.gpukit_notebooks.pop(docname, None)
+
+
 def setup(app):
     for name in ("site_url", "notebooks_repository_url", "notebooks_colab_url"):
         app.add_config_value(name, "", "html", types=[str])
-    # This language's notebooks, as JSON by page, in its build environment.
-    app.connect("builder-inited", lambda app: vars(app.env).setdefault("gpukit_notebooks", {}))
+    app.connect("builder-inited", start_notebooks)
     app.connect("doctree-read", keep_notebook)
-    app.connect("env-purge-doc", lambda app, env, docname: env.gpukit_notebooks.pop(docname, None))
+    app.connect("env-purge-doc", forget_notebook)
     app.connect("env-merge-info", merge_notebooks)
     app.connect("html-page-context", add_links)
     app.connect("build-finished", write_notebooks)

@@ -134,7 +134,8 @@ def find_fashion_mnist(
     check_type(root, "root", str | os.PathLike | None, "None, a str or a path")
     check_type(download, "download", bool, "True or False")
     xdg_cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    cache, looked = Path(xdg_cache) / "gpukit" / "fashion-mnist", []
+    cache = Path(xdg_cache) / "gpukit" / "fashion-mnist"
+    looked = []
     if root is None and os.environ.get(ENV_VAR):
         root, source = os.environ[ENV_VAR], f"the {ENV_VAR} environment variable"
     else:
@@ -167,7 +168,8 @@ def find_fashion_mnist(
 def _decode(folder: Path, split: str, stamp: tuple) -> tuple[np.ndarray, np.ndarray]:
     # ``stamp`` (sizes, modification times) is in the cache key: a replaced file is read again.
     images_path, labels_path = (folder / name for name in FILES[split])
-    images, labels = _read_idx(images_path, 2051), _read_idx(labels_path, 2049)
+    images = _read_idx(images_path, 2051)
+    labels = _read_idx(labels_path, 2049)
     if len(images) != len(labels):
         raise ValueError(
             f"{images_path}: {len(images)} images, {labels_path}: {len(labels)} labels"
