@@ -27,7 +27,13 @@ __all__ = ["PEAK_TFLOPS", "Measurement", "copy_bandwidth", "launch_latency", "ma
 #: (the Ada Lovelace whitepaper for the RTX 4090). "Dense": without the 2:4 sparsity that the
 #: headline tensor-core numbers of Ampere and later assume (twice these). ``tf32``, ``bf16``
 #: and ``fp16`` are tensor-core rates; a missing entry: no tensor-core path for that format.
+#: Blackwell: the HGX B200 and HGX B300 datasheets give eight GPUs 36 PFLOP/s of FP16/BF16 and
+#: 18 PFLOP/s of TF32 with sparsity and 600 TFLOP/s of FP32, the GB200 NVL72 datasheet one GPU
+#: 5 and 2.5 PFLOP/s with sparsity and 80 TFLOP/s (it runs at up to 1,200 W; NVIDIA, 2024-2025).
 PEAK_TFLOPS: dict[str, dict[str, float]] = {
+    "GB200": {"fp32": 80.0, "tf32": 1250.0, "bf16": 2500.0, "fp16": 2500.0},
+    "B300": {"fp32": 75.0, "tf32": 1125.0, "bf16": 2250.0, "fp16": 2250.0},
+    "B200": {"fp32": 75.0, "tf32": 1125.0, "bf16": 2250.0, "fp16": 2250.0},
     "H200 SXM": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5},
     "H100 SXM": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5},
     "H100 PCIe": {"fp32": 51.0, "tf32": 378.0, "bf16": 756.5, "fp16": 756.5},
@@ -36,9 +42,14 @@ PEAK_TFLOPS: dict[str, dict[str, float]] = {
     "V100 PCIe": {"fp32": 14.0, "fp16": 112.0},
     "RTX 4090": {"fp32": 82.6, "tf32": 82.6, "bf16": 165.2, "fp16": 165.2},
 }
-# torch.cuda.get_device_name() -> PEAK_TFLOPS key, first match first. Variants not listed
-# (H200 NVL, H100 NVL, RTX 4090 D), MIG slices and laptop GPUs have other peaks: no match.
+# torch.cuda.get_device_name() -> PEAK_TFLOPS key, first match first ("NVIDIA B200",
+# "NVIDIA B300 SXM6 AC", "NVIDIA GB200"; "\b" keeps B200 from matching inside GB200). Variants
+# not listed (GB300, H200 NVL, H100 NVL, RTX 4090 D), MIG slices and laptop GPUs have other
+# peaks: no match.
 _MODEL_PATTERNS = (
+    (r"\bGB200\b", "GB200"),
+    (r"\bB300\b", "B300"),
+    (r"\bB200\b", "B200"),
     (r"\bH200\b(?!.*\bNVL\b)", "H200 SXM"),
     (r"\bH100\b.*\bPCIe\b", "H100 PCIe"),
     (r"\bH100\b(?!.*\b(NVL|PCIe)\b)", "H100 SXM"),
@@ -252,20 +263,29 @@ def matmul_dtypes(device: str | torch.device | None = None) -> list[str]:
 def _float32_matmul(dtype: str) -> Iterator[None]:
     """Make float32 matmuls exactly IEEE fp32 (``'fp32'``) or TF32 (``'tf32'``), then restore.
 
-    Only the current fp32_precision API is used: PyTorch refuses to read the legacy
-    ``allow_tf32`` flag once both APIs have been mixed.
+    ``torch.set_float32_matmul_precision`` sets the legacy flag and the ``fp32_precision`` of
+    cuBLAS and oneDNN together. Setting ``fp32_precision`` alone would leave the legacy flag
+    disagreeing with it, and PyTorch then refuses to read that flag, which cuBLAS reads for
+    float32 matmuls and Inductor when it compiles (pytorch issue 166387). The reader's
+    settings come back exactly, legacy flag first, then each backend's own value.
     """
-    modes = {  # oneDNN (CPU) may also use reduced precision for float32 when asked to
-        "fp32": [(torch.backends.cuda.matmul, "ieee"), (torch.backends.mkldnn.matmul, "ieee")],
-        "tf32": [(torch.backends.cuda.matmul, "tf32")],
-    }.get(dtype, [])
-    saved = [(backend, backend.fp32_precision) for backend, _ in modes]
+    precision = {"fp32": "highest", "tf32": "high"}.get(dtype)
+    if precision is None:  # bf16 and fp16 do not depend on these settings
+        yield
+        return
+    backends = (torch.backends.cuda.matmul, torch.backends.mkldnn.matmul)
+    saved = [backend.fp32_precision for backend in backends]
     try:
-        for backend, mode in modes:
-            backend.fp32_precision = mode
+        legacy: str | None = torch.get_float32_matmul_precision()
+    except RuntimeError:  # the reader's settings already mix both APIs: restore the backends
+        legacy = None
+    torch.set_float32_matmul_precision(precision)
+    try:
         yield
     finally:
-        for backend, mode in reversed(saved):
+        if legacy is not None:
+            torch.set_float32_matmul_precision(legacy)
+        for backend, mode in zip(backends, saved, strict=True):
             backend.fp32_precision = mode
 
 

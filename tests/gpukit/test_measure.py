@@ -57,6 +57,9 @@ def test_measurement_is_frozen():
         ("Tesla V100-PCIE-32GB", "fp16", 112.0),
         ("NVIDIA GeForce RTX 4090", "bf16", 165.2),
         ("V100 SXM2", "fp32", 15.7),  # a key of PEAK_TFLOPS works too
+        ("NVIDIA B200", "bf16", 2250.0),
+        ("NVIDIA B300 SXM6 AC", "tf32", 1125.0),
+        ("NVIDIA GB200", "bf16", 2500.0),  # not the B200's peak: "GB200" contains "B200"
     ],
 )
 def test_peak_tflops_known_gpus(name, dtype, expected):
@@ -66,6 +69,7 @@ def test_peak_tflops_known_gpus(name, dtype, expected):
 @pytest.mark.parametrize(
     ("name", "dtype"),
     [
+        ("NVIDIA GB300", "bf16"),  # not listed: no B300 peak for it
         ("NVIDIA H200 NVL", "fp32"),  # other clocks and power: other peaks, not listed
         ("NVIDIA H100 NVL", "bf16"),
         ("NVIDIA GeForce RTX 4090 D", "fp32"),
@@ -254,6 +258,63 @@ def test_float32_matmul_modes_are_restored_after_an_error():
         assert torch.backends.cuda.matmul.fp32_precision == "tf32"
         raise RuntimeError("boom")
     assert torch.backends.cuda.matmul.fp32_precision == before
+
+
+@pytest.fixture
+def legacy_precision():
+    """Run a test under the reader's float32 settings, and give them back afterwards."""
+    saved = torch.get_float32_matmul_precision()
+    yield
+    torch.set_float32_matmul_precision(saved)
+    torch.backends.cuda.matmul.fp32_precision = "none"
+    torch.backends.mkldnn.matmul.fp32_precision = "none"
+
+
+def _reader_settings(start: str) -> None:
+    if start == "high":  # what the hardware page recommends for TF32
+        torch.set_float32_matmul_precision("high")
+    elif start == "new API only":  # mixes the APIs: PyTorch refuses to read the legacy flag
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+
+
+def _backend_modes() -> tuple[str, str]:
+    return torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision
+
+
+@pytest.mark.parametrize("start", ["default", "high", "new API only"])
+@pytest.mark.parametrize("dtype", ["fp32", "tf32"])
+@pytest.mark.usefixtures("legacy_precision")
+def test_float32_matmul_settings_agree_inside_and_come_back(start, dtype):
+    # cuBLAS reads the legacy flag for float32 matmuls and Inductor when it compiles: inside,
+    # it must be readable (the two APIs agree) and mean the format measured (issue 166387).
+    _reader_settings(start)
+    before = _backend_modes()
+    with measure._float32_matmul(dtype):
+        assert torch.backends.cuda.matmul.allow_tf32 == (dtype == "tf32")
+        assert torch.get_float32_matmul_precision() == ("high" if dtype == "tf32" else "highest")
+    assert _backend_modes() == before
+    if start != "new API only":
+        assert torch.backends.cuda.matmul.allow_tf32 == (start == "high")
+
+
+@pytest.mark.usefixtures("legacy_precision")
+def test_matmul_after_set_float32_matmul_precision_leaves_it_readable():
+    torch.set_float32_matmul_precision("high")
+    matmul_throughput(16, "cpu", repeats=1)
+    assert torch.get_float32_matmul_precision() == "high"
+    assert torch.backends.cuda.matmul.allow_tf32  # what Inductor reads on a GPU
+
+
+@pytest.mark.gpus(1)
+@pytest.mark.usefixtures("legacy_precision")
+def test_torch_compile_works_after_measuring_every_dtype():
+    torch.set_float32_matmul_precision("high")
+    for dtype in matmul_dtypes("cuda:0"):
+        matmul_throughput(256, "cuda:0", dtype=dtype, repeats=2)
+    x = torch.randn(64, 64, device="cuda:0")
+    compiled = torch.compile(lambda a: torch.relu(a @ a + 1))
+    # TF32 in both: equal up to its 10-bit mantissa
+    torch.testing.assert_close(compiled(x), torch.relu(x @ x + 1), atol=0.05, rtol=0.01)
 
 
 def test_matmul_checks_arguments():
