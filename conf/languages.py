@@ -29,6 +29,9 @@ LANGUAGES = {
 }
 # The MyST syntax of the pages, for Sphinx (conf.py) and for conf/parity.py.
 MYST_EXTENSIONS = ["colon_fence", "dollarmath", "amsmath"]
+# A Chinese character (CJK Unified Ideographs and Extension A), as a regular expression: what
+# the Chinese lint (conf/zh_style.py) spaces and the learning path's reading time counts.
+CHINESE_CHARACTER = r"[\u3400-\u4dbf\u4e00-\u9fff]"
 
 
 def sphinx_build_args(docs: Path, build: Path, lang: str, builder: str = "html") -> list[str]:

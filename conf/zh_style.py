@@ -5,9 +5,11 @@ the prose of ``docs/zh/*.md`` (not code cells, code, math or link targets) and t
 figure in ``docs/img`` that holds Chinese, and reports, with file and line: a missing space
 between a Chinese character and a Latin letter, a digit, inline code, a role or math (「在 GPU
 上」, 「调用 `x` 时」), or a space next to full-width punctuation; a term the glossary rules out
-(``VARIANTS``), including numbers grouped otherwise than 60,000 and 约 1120 万; a figure whose
-font-family names no Chinese font first, or with English labels. Only the standard library is
-used. Exit status 1 if anything is found.
+(``VARIANTS``), including numbers grouped otherwise than 60,000 and 约 1120 万, and ratios that
+misread (「快了 X 倍」 reads as X + 1 times, 「1/X」 of a glued X makes the reader divide); a
+cross-reference that renders a bare title inside a sentence (``bare_references``); a figure
+whose font-family names no Chinese font first, or with English labels. Only the standard library
+is used. Exit status 1 if anything is found.
 """
 
 import argparse
@@ -15,9 +17,10 @@ import re
 import sys
 from pathlib import Path
 
+from languages import CHINESE_CHARACTER as CJK
+
 ROOT = Path(__file__).resolve().parents[1]
 
-CJK = r"[\u3400-\u4dbf\u4e00-\u9fff]"
 LATIN = r"[A-Za-z0-9]"
 FULL_WIDTH = r"[\u3000-\u303f\uff00-\uffef“”‘’…—]"
 EMPHASIS = r"\**"
@@ -25,8 +28,15 @@ EMPHASIS = r"\**"
 ATOM = re.compile(r"\{[\w:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$[^$\n]+\$|\]\([^)\s]*\)")
 # A Chinese character and a Latin one, with emphasis markers (*, **) between them or not.
 MIXED = re.compile(f"(?<={CJK})(\\**)(?={LATIN})|(?<={LATIN})(\\**)(?={CJK})")
-SPACE_BY_PUNCTUATION = [re.compile(f"(?<=\\S) +({FULL_WIDTH})"), re.compile(f"({FULL_WIDTH}) +")]
-# Variants the glossary rules out, and what to write instead.
+# A space next to full-width punctuation; not one beside a table's cell separator (|).
+SPACE_BY_PUNCTUATION = [
+    re.compile(f"(?<=[^\\s|]) +({FULL_WIDTH})"),
+    re.compile(f"({FULL_WIDTH}) +(?![\\s|])"),
+]
+# A number in the text the variants are matched against: digits, a glued value (``{glue}``
+# stands for any {glue} role there) or a Chinese numeral.
+NUMBER = r"(?:\{glue\}|\d[\d,.]*|[一二两三四五六七八九十几数]+)"
+# Variants the glossary rules out, and what to write instead. Inline code reads as ``{code}``.
 VARIANTS = {
     r"主机内存": "内存",
     r"\d+\s*号\s*GPU": "GPU 0, GPU 1, ...",
@@ -36,19 +46,45 @@ VARIANTS = {
     r"(?:放进|排进|排入)队列": "放入队列",
     r"(?<!操作)操作(?!系统)": "运算 (operation) or another verb",
     r"(?:quick|full)\s*配置": "快速配置 / 完整配置",
+    r"(?:完整|快速)构建": "完整配置 / 快速配置 (the execution profile)",
     r"性能分析": "性能剖析",
+    r"(?<!\{code\} )运算符": "算子 (an operator such as aten::addmm)",
+    r"热身": "预热 (warm-up)",
+    r"跟踪(?=文件|格式|视图|数据)|(?<=Chrome )跟踪": "轨迹 (a trace)",
+    r"产品数据表": "数据手册 (a data sheet)",
+    r"训练步骤": "训练步 (a training step)",
+    r"挣(?:不)?回|划算": "回本 (break even)",
+    r"学完本节": "读完本节",
+    r"本页": "本节 (a page is a section)",
+    r"激活值": "激活 (activations)",
+    r"预留": "保留 (reserved memory)",
+    rf"(?:快|慢|提高|提升|增加)了\s*{NUMBER}\s*倍|[快慢]\s*(?:\{{glue\}}|\d[\d,.]*)\s*倍": (
+        "是……的 X 倍 (「快了 X 倍」 reads as X + 1)"
+    ),
+    r"1\s*/\s*\{glue\}": "是……的 X 倍 (a glued ratio, under 1 or not)",
     r"(?<![\d,.])\d{5,}(?![\d,.])": "digits grouped as in the outputs: 60,000",
     r"\d,\d{3}\s*[万亿]": "万/亿 without commas: 约 1120 万",
+    r"约\s*\d{1,3}(?:,\d{3})+(?![\d.])": "a round number without commas: 约 8800, 约 20 万",
+    r"(?<![\w.])\d+ ?[xX] ?\d+(?![\w.])": "× between numbers: 5×5",
 }
+# A cross-reference that renders its target's title: {ref}`label` or {doc}`page`, no text of
+# its own. Inside a sentence a bare title does not read as a noun («前两个见 GPU»), so it must
+# be followed by 「一节」 (after a closing quotation mark, if any); otherwise the reference
+# gives its own Chinese text, e.g. {ref}`GPU 一节 <sec-use-gpu>`.
+TITLE_REFERENCE = re.compile(r"\{(?:ref|doc)\}`([^`<]*?)(?:\s*<[^`>]+>)?`")
+NOUN_AFTER_TITLE = re.compile(r"\s*[”’」』》]?\s*一节")
 CHINESE_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})(.*)$")
 CODE_INFO = re.compile(r"^\{(code-cell|code-block|code|math|eval-rst|raw)\}|^\w*$")
 
 
 def prose_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) of everything that is prose: no front matter, code blocks, labels."""
+    """(line number, line) of everything that is prose: no front matter, code blocks, labels.
+
+    A bare fence closes the innermost open directive whose fence it matches (a figure's closing
+    ```), and otherwise opens a code block."""
     lines = text.splitlines()
-    found, start, code_fence = [], 0, None
+    found, start, code_fence, directives = [], 0, None, []
     if lines[:1] == ["---"]:
         start = lines.index("---", 1) + 1
     for number, line in enumerate(lines[start:], start + 1):
@@ -58,11 +94,15 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
                 code_fence = None
             continue
         if fence:
-            info = fence.group(2).strip()
-            if fence.group(1)[0] in "`~" and CODE_INFO.match(info):
-                code_fence = fence.group(1)
-            elif title := re.sub(r"^\{[\w-]+\}\s*", "", info):
-                found.append((number, title))  # a directive's title is prose
+            marker, info = fence.group(1), fence.group(2).strip()
+            if not info and directives and marker.startswith(directives[-1]):
+                directives.pop()
+            elif marker[0] in "`~" and CODE_INFO.match(info):
+                code_fence = marker
+            else:
+                directives.append(marker)
+                if title := re.sub(r"^\{[\w-]+\}\s*", "", info):
+                    found.append((number, title))  # a directive's title is prose
             continue
         if not re.match(r"^\s*\(\S+\)=\s*$|^\s*:(name|label|width|class|tags|align):", line):
             found.append((number, line))
@@ -101,13 +141,36 @@ def spacing_fixed(line: str) -> str:
     return out
 
 
+def bare_references(line: str) -> list[str]:
+    """The cross-references of a line that render a bare title (see ``TITLE_REFERENCE``): no
+    text of their own and no 「一节」 after them, or text without a Chinese character."""
+    found = []
+    for m in TITLE_REFERENCE.finditer(line):
+        explicit = "<" in m.group(0)
+        if explicit and not re.search(CJK, m.group(1)):
+            found.append(m.group(0))
+        elif not explicit and not NOUN_AFTER_TITLE.match(line, m.end()):
+            found.append(m.group(0))
+    return found
+
+
+def atom_as_text(atom: re.Match) -> str:
+    """What the variants see of inline code, a role or math: a glued value is a number."""
+    code = atom.group(0).startswith("`")
+    return "{glue}" if atom.group(0).startswith("{glue") else "{code}" if code else " "
+
+
 def line_problems(line: str) -> list[str]:
     problems = []
     if spacing_fixed(line) != line:
         problems.append("spacing between Chinese and Latin text or full-width punctuation")
-    text = " ".join(ATOM.split(line))
+    text = ATOM.sub(atom_as_text, line)
     problems += [
         f"{m.group(0)!r}: use {use}" for p, use in VARIANTS.items() for m in re.finditer(p, text)
+    ]
+    problems += [
+        f"{ref!r} renders a bare title: write {{ref}}`异步计算一节 <label>`, or 一节 after it"
+        for ref in bare_references(line)
     ]
     return problems
 

@@ -27,11 +27,12 @@ from docutils import nodes
 from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
+from languages import CHINESE_CHARACTER
 from provenance import gpus_wanted, list_table
 
 WORDS_PER_MINUTE = 200  # Latin words: English prose and code
 CJK_PER_MINUTE = 450  # Chinese characters (about 2.3 per English word of the same text)
-CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+CJK = re.compile(CHINESE_CHARACTER)
 WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
