@@ -146,10 +146,11 @@ def bare_references(line: str) -> list[str]:
     text of their own and no 「一节」 after them, or text without a Chinese character."""
     found = []
     for m in TITLE_REFERENCE.finditer(line):
-        explicit = "<" in m.group(0)
-        if explicit and not re.search(CJK, m.group(1)):
-            found.append(m.group(0))
-        elif not explicit and not NOUN_AFTER_TITLE.match(line, m.end()):
+        if "<" in m.group(0):  # text of its own: Chinese, not an English title
+            bare = not re.search(CJK, m.group(1))
+        else:
+            bare = not NOUN_AFTER_TITLE.match(line, m.end())
+        if bare:
             found.append(m.group(0))
     return found
 

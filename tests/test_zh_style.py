@@ -30,6 +30,29 @@ def docs(tmp_path: Path) -> Path:
         ("把它放进队列。", "'放进队列': use 放入队列"),
         ("复制到主机内存。", "'主机内存': use 内存"),
         ("共有 60000 张图像。", "digits grouped"),
+        # The glossary of issue 27: each variant, and what it reports.
+        ("导出的图由 ATen 运算符写成。", "'运算符': use 算子"),
+        ("热身步吸收了这部分开销。", "'热身': use 预热"),
+        ("导出 Chrome 跟踪文件。", "'跟踪': use 轨迹"),
+        ("见 NVIDIA 产品数据表。", "'产品数据表': use 数据手册"),
+        ("一个训练步骤的时间。", "'训练步骤': use 训练步"),
+        ("几秒钟的训练挣不回编译时间。", "'挣不回': use 回本"),
+        ("编译是否划算。", "'划算': use 回本"),
+        ("完整构建在全部数据上训练。", "'完整构建': use 完整配置"),
+        ("快速构建只用一个子集。", "'快速构建': use 完整配置 / 快速配置"),
+        ("学完本节，你将能够：", "'学完本节': use 读完本节"),
+        ("本页只用 GPU 0。", "'本页': use 本节"),
+        ("激活值从一块 GPU 传到另一块。", "'激活值': use 激活"),
+        ("缓存分配器预留的显存。", "'预留': use 保留"),
+        ("融合后的核函数快了 {glue:text}`speedup:.1f` 倍。", "'快了 {glue} 倍': use 是……的"),
+        ("编译后快了 3 倍。", "'快了 3 倍': use 是……的"),
+        ("每轮时间变为原来的 1/{glue:text}`ratio:.2f`。", "'1/{glue}': use 是……的 X 倍"),
+        ("两地相距约 8,800 公里。", "'约 8,800': use a round number"),
+        ("卷积核是 5 x 5。", "'5 x 5': use × between numbers"),
+        ("前两个见 {ref}`sec-use-gpu`。", "'{ref}`sec-use-gpu`' renders a bare title"),
+        ("所以编译是 {ref}`sec-fast-training` 的一部分。", "renders a bare title"),
+        ("参考部分包括 {doc}`api`。", "'{doc}`api`' renders a bare title"),
+        ("见 {ref}`GPU <sec-use-gpu>`。", "'{ref}`GPU <sec-use-gpu>`' renders a bare title"),
     ],
 )
 def test_a_planted_violation_is_reported(docs: Path, capsys, planted: str, reported: str) -> None:
@@ -38,6 +61,34 @@ def test_a_planted_violation_is_reported(docs: Path, capsys, planted: str, repor
     assert zh_style.main(["--docs", str(docs)]) == 1
     out = capsys.readouterr().out
     assert f"zh/index.md:{len(page.read_text('utf-8').splitlines())}: " in out and reported in out
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "前两个见 {ref}`GPU 一节 <sec-use-gpu>`。",  # the reference's own Chinese text
+        "见 {ref}`sec-use-gpu` 一节。",  # a bare title made a noun by 一节
+        "见“{ref}`sec-use-gpu`”一节。",
+        "速度是单设备的 {glue:text}`speedup:.2f` 倍，最多会慢一倍。",
+        "PCIe 5.0 x16 的带宽；2 x H100；步长为 $1/s$，像素值是 1/255 的整数倍。",
+        "`@` 运算符调用 `matmul`；一组跟踪依赖图的线程；完整配置约 20 万公里、8800 公里。",
+        "| 访问内存（DRAM） | 约 100 ns |",  # a table's cell separator after full-width text
+    ],
+)
+def test_what_reads_right_is_not_reported(docs: Path, capsys, sentence: str) -> None:
+    page = docs / "zh" / "index.md"
+    page.write_text(f"# 标题\n\n{sentence}\n", "utf-8")
+    zh_style.main(["--docs", str(docs)])
+    assert "zh/index.md" not in capsys.readouterr().out
+
+
+def test_prose_after_a_directive_is_read(docs: Path, capsys) -> None:
+    """A figure's closing fence closes the figure: it opens no code block hiding the prose."""
+    page = docs / "zh" / "index.md"
+    figure = "```{figure} ../img/x.svg\n:name: fig-x\n\n图注。\n```\n\n复制到主机内存。\n"
+    page.write_text(f"# 标题\n\n{figure}\n```{{code-cell}} ipython3\nx = 1\n```\n", "utf-8")
+    assert zh_style.main(["--docs", str(docs)]) == 1
+    assert "zh/index.md:9: '主机内存'" in capsys.readouterr().out
 
 
 def test_code_is_not_prose(docs: Path, capsys) -> None:

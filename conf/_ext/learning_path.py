@@ -24,10 +24,10 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from languages import CHINESE_CHARACTER
 from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
-from languages import CHINESE_CHARACTER
 from provenance import gpus_wanted, list_table
 
 WORDS_PER_MINUTE = 200  # Latin words: English prose and code
