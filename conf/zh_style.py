@@ -120,8 +120,16 @@ def spaced_marker(match: re.Match, text: str) -> str:
     return " " + marker if opening else marker + " "
 
 
+def shown_text(atom: str) -> str:
+    """What a reader sees at the edges of an atom: a reference's own text (``{ref}`GPU 一节
+    <sec-use-gpu>``` shows 「GPU 一节」), else Latin text (code, math, a title we cannot see)."""
+    own = re.match(r"\{(?:ref|doc|numref)\}`([^`<]*?)\s*<[^`>]+>`$", atom)
+    return own.group(1) if own and own.group(1) else "x"
+
+
 def spacing_fixed(line: str) -> str:
-    """The line with the spacing rule applied (atoms count as Latin text)."""
+    """The line with the spacing rule applied: atoms count as Latin text, but a reference's own
+    Chinese text is Chinese (no space between it and a Chinese character)."""
     parts = ATOM.split(line)
     atoms = ATOM.findall(line)
     for i, part in enumerate(parts):
@@ -131,11 +139,15 @@ def spacing_fixed(line: str) -> str:
         parts[i] = part
     out = parts[0]
     for atom, part in zip(atoms, parts[1:], strict=True):
-        linked = atom.startswith("](")
-        if not linked and re.search(f"{CJK}{EMPHASIS}$", out):
+        linked, shown = atom.startswith("]("), shown_text(atom)
+        if re.match(CJK, shown[0]):
+            out = re.sub(f"(?<={CJK}) +$", "", out)
+        elif not linked and re.search(f"{CJK}{EMPHASIS}$", out):
             out += " "
         out += atom
-        if not linked and re.match(f"{EMPHASIS}{CJK}", part):
+        if re.match(CJK, shown[-1]):
+            part = re.sub(f"^ +(?={CJK})", "", part)
+        elif not linked and re.match(f"{EMPHASIS}{CJK}", part):
             part = " " + part
         out += part
     return out
@@ -170,7 +182,7 @@ def line_problems(line: str) -> list[str]:
         f"{m.group(0)!r}: use {use}" for p, use in VARIANTS.items() for m in re.finditer(p, text)
     ]
     problems += [
-        f"{ref!r} renders a bare title: write {{ref}}`异步计算一节 <label>`, or 一节 after it"
+        f"{ref!r} renders a bare title: give it Chinese text ({{ref}}`GPU 一节 <sec-use-gpu>`)"
         for ref in bare_references(line)
     ]
     return problems
