@@ -67,12 +67,11 @@ VARIANTS = {
     r"约\s*\d{1,3}(?:,\d{3})+(?![\d.])": "a round number without commas: 约 8800, 约 20 万",
     r"(?<![\w.])\d+ ?[xX] ?\d+(?![\w.])": "× between numbers: 5×5",
 }
-# A cross-reference that renders its target's title: {ref}`label` or {doc}`page`, no text of
-# its own. Inside a sentence a bare title does not read as a noun («前两个见 GPU»), so it must
-# be followed by 「一节」 (after a closing quotation mark, if any); otherwise the reference
-# gives its own Chinese text, e.g. {ref}`GPU 一节 <sec-use-gpu>`.
-TITLE_REFERENCE = re.compile(r"\{(?:ref|doc)\}`([^`<]*?)(?:\s*<[^`>]+>)?`")
-NOUN_AFTER_TITLE = re.compile(r"\s*[”’」』》]?\s*一节")
+# A cross-reference that renders its target's title, {ref}`label` or {doc}`page` with no text of
+# its own, reads as a bare title inside a Chinese sentence («前两个见 GPU»), set apart by the
+# spaces around it; so does text of its own without a Chinese character ({ref}`GPU <...>`).
+# A reference reads as a noun phrase with Chinese text: 见 {ref}`GPU 一节 <sec-use-gpu>`.
+TITLE_REFERENCE = re.compile(r"\{(?:ref|doc)\}`(?:([^`<]*?)\s*<[^`>]+>|[^`<]*)`")
 CHINESE_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})(.*)$")
 CODE_INFO = re.compile(r"^\{(code-cell|code-block|code|math|eval-rst|raw)\}|^\w*$")
@@ -154,17 +153,10 @@ def spacing_fixed(line: str) -> str:
 
 
 def bare_references(line: str) -> list[str]:
-    """The cross-references of a line that render a bare title (see ``TITLE_REFERENCE``): no
-    text of their own and no 「一节」 after them, or text without a Chinese character."""
-    found = []
-    for m in TITLE_REFERENCE.finditer(line):
-        if "<" in m.group(0):  # text of its own: Chinese, not an English title
-            bare = not re.search(CJK, m.group(1))
-        else:
-            bare = not NOUN_AFTER_TITLE.match(line, m.end())
-        if bare:
-            found.append(m.group(0))
-    return found
+    """The cross-references of a line that render a bare title (see ``TITLE_REFERENCE``)."""
+    return [
+        m.group(0) for m in TITLE_REFERENCE.finditer(line) if not re.search(CJK, m.group(1) or "")
+    ]
 
 
 def atom_as_text(atom: re.Match) -> str:
