@@ -204,6 +204,41 @@ def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) 
     assert documents_read(sphinx_build(site, "en", out).log) == []
 
 
+def test_the_chinese_build_says_the_machine_and_workloads_in_chinese(tmp_path: Path) -> None:
+    """The provenance line and About's table (conf/_ext/provenance.py, conf/locales): gpukit's
+    English phrases said again in Chinese, with full-width punctuation; English as gpukit says."""
+    site = copy_fixture_site(tmp_path / "src")
+    for lang in ("en", "zh"):
+        (site / lang / "about.md").write_text("# About\n\n```{build-info}\n```\n", "utf-8")
+        index = site / lang / "index.md"
+        index.write_text(index.read_text("utf-8").replace("page\n", "page\nabout\n", 1), "utf-8")
+    builds = {lang: sphinx_build(site, lang, tmp_path / "out") for lang in ("en", "zh")}
+    for build in builds.values():
+        assert build.returncode == 0, build.log
+
+    def text(lang: str, page: str) -> str:
+        return " ".join(re.sub(r"<[^>]+>", " ", builds[lang].page(page)).split())
+
+    def provenance(lang: str) -> str:
+        return re.search(r'<p class="provenance">([^<]*)</p>', builds[lang].page("page"))[1]
+
+    machine, profile = gpukit.describe_machine(), gpukit.current_profile()
+    assert machine in provenance("en") and machine in text("en", "about")
+    line = provenance("zh")
+    # No half-width parenthesis opens a phrase (a CPU model may hold some: "Intel(R) Xeon(R)").
+    assert line.startswith("本节的输出来自：") and " (" not in line and "kernels" not in line, line
+    about = text("zh", "about")
+    for english in (machine, "kernels", "training /", "test images", "epochs"):
+        assert english not in about, about
+    if gpukit.num_gpus() == 0:
+        cpu = re.compile(r"仅 CPU，\d+ 核（[^（）]+，\w+ 核函数[^（）]*）")
+        assert cpu.search(line) and cpu.search(about), (line, about)
+    else:
+        assert re.search(r"\d+ 块 .+（CUDA [\d.]+）", about), about
+    name = {"quick": "快速配置（quick）", "full": "完整配置（full）"}[profile.name]
+    assert f"{name}：LeNet：" in about and "张训练图像" in about and "；ResNet-18：" in about
+
+
 def test_the_build_writes_the_sites_root_page(built: dict) -> None:
     root = (built["en"].html.parent / "index.html").read_text("utf-8")
     assert 'href="en/' in root and 'href="zh/' in root, root

@@ -12,12 +12,18 @@ software (read again by every build: the facts are not in the page's source), an
 execution table (``{nb-exec-table}``), which myst-nb writes in English with an emoji status
 (✅/❌, an empty box where no emoji font is installed). We build that table just before myst-nb
 would, its words translated through the gettext catalog (conf/locales), the status as a word.
+
+gpukit speaks English (its phrases are page outputs, shared by both languages). The site says
+the machine (``gpukit.describe_machine()``) and the profile's workloads in the build's language:
+``machine_in_language`` reads the machine phrase back by its documented shape and says it again
+through the catalog; a Chinese build writes 「仅 CPU，2 核（AMD EPYC 7B13，AVX2 核函数）」.
 """
 
 import datetime as dt
 import os
 import platform
 import re
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
@@ -34,7 +40,18 @@ from sphinx.util.docutils import SphinxDirective
 import gpukit
 
 REQUIRE_GPUS = "GPUKIT_REQUIRE_GPUS"
-CPU_ONLY = re.compile(r"^CPU only, (\d+) cores?")  # how gpukit.describe_machine() starts
+# The shapes of gpukit.describe_machine()'s phrase: "CPU only, 2 cores (AMD EPYC 7B13, AVX2
+# kernels[, ONEDNN_MAX_CPU_ISA=SSE41])" and "2 x NVIDIA H200 (CUDA 13.0)" (" + " between models).
+CPU_MACHINE = re.compile(r"^CPU only, (?P<cores>\d+) cores? \((?P<details>.*)\)$")
+GPU_MACHINE = re.compile(r"^(?P<gpus>\d+ x .+) \(CUDA (?P<cuda>[^()]*)\)$")
+GPU_MODEL = re.compile(r"^(?P<n>\d+) x (?P<name>.+)$")
+KERNELS = re.compile(r"^(?P<isa>\S+) kernels$")
+# The templates the catalog translates; where it does not (English), gpukit's phrase stays.
+CPU_TEMPLATE, GPU_TEMPLATE = "CPU only, {cores} cores ({details})", "{gpus} (CUDA {cuda})"
+WORKLOAD_TEMPLATE = (
+    "{name}: {n_train:,} training / {n_test:,} test images, batch {batch_size}, lr {lr:g}"
+    "{schedule}, {epochs} epochs"
+)
 # The words of myst-nb's execution table (headers, methods, status) and what we write instead.
 HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
 STATUS = {"✅": "done", "❌": "failed"}
@@ -90,14 +107,60 @@ def remember_facts(app) -> None:
     }
 
 
+def machine_in_language(machine: str, translate: Callable[[str], str] = _) -> str:
+    """``gpukit.describe_machine()``'s phrase in the build's language (``translate``: the
+    catalog's, Sphinx's ``_``). English, and a phrase of another shape, stay as they are; the
+    CPU model, GPU names and settings are names, and stay too.
+
+    >>> zh = {CPU_TEMPLATE: "仅 CPU，{cores} 核（{details}）", "{isa} kernels": "{isa} 核函数",
+    ...       ", ": "，", GPU_TEMPLATE: "{gpus}（CUDA {cuda}）", "{n} x {name}": "{n} 块 {name}"}
+    >>> machine_in_language("CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels)", zh.get)
+    '仅 CPU，2 核（AMD EPYC 7B13，AVX2 核函数）'
+    >>> machine_in_language("1 x NVIDIA H100 + 1 x NVIDIA H200 (CUDA 13.0)", zh.get)
+    '1 块 NVIDIA H100 + 1 块 NVIDIA H200（CUDA 13.0）'
+    >>> machine_in_language("CPU only, 1 core (x, AVX2 kernels)", lambda text: text)
+    'CPU only, 1 core (x, AVX2 kernels)'
+    """
+    if (cpu := CPU_MACHINE.match(machine)) and translate(CPU_TEMPLATE) != CPU_TEMPLATE:
+        kernels = translate("{isa} kernels")
+        details = [
+            kernels.format(isa=m["isa"]) if (m := KERNELS.match(d)) else d
+            for d in cpu["details"].split(", ")
+        ]
+        details_text = translate(", ").join(details)
+        return translate(CPU_TEMPLATE).format(cores=cpu["cores"], details=details_text)
+    if (gpu := GPU_MACHINE.match(machine)) and translate(GPU_TEMPLATE) != GPU_TEMPLATE:
+        models = [GPU_MODEL.match(g) for g in gpu["gpus"].split(" + ")]
+        if all(models):
+            gpus = " + ".join(translate("{n} x {name}").format(**m.groupdict()) for m in models)
+            return translate(GPU_TEMPLATE).format(gpus=gpus, cuda=gpu["cuda"])
+    return machine
+
+
+def workload_in_language(workload: gpukit.Workload, translate: Callable[[str], str] = _) -> str:
+    """``workload.describe()`` in the build's language (English: as gpukit writes it)."""
+    if translate(WORKLOAD_TEMPLATE) == WORKLOAD_TEMPLATE:
+        return workload.describe()
+    schedule = gpukit.SCHEDULES[workload.schedule]
+    return translate(WORKLOAD_TEMPLATE).format(
+        name=workload.name,
+        n_train=workload.n_train or 60_000,
+        n_test=workload.n_test or 10_000,
+        batch_size=workload.batch_size,
+        lr=workload.lr,
+        schedule=translate(" ({schedule})").format(schedule=translate(schedule))
+        if schedule
+        else "",
+        epochs=workload.epochs,
+    )
+
+
 def add_provenance(app, pagename: str, templatename: str, context: dict, doctree) -> None:
     """The provenance line in the build's language (conf/locales holds the translations), and
     what a reader must know about a page built with fewer GPUs than it is written for."""
     facts, metadata = dict(app.env.gpukit_facts), app.env.metadata.get(pagename, {})
     facts["profile"] = _("profile " + facts["profile"])
-    cpu_only = _("CPU only, {cores} cores")
-    if cpu_only != "CPU only, {cores} cores":  # the CPU model and its kernels stay as they are
-        facts["machine"] = CPU_ONLY.sub(lambda m: cpu_only.format(cores=m[1]), facts["machine"])
+    facts["machine"] = machine_in_language(facts["machine"])
     if "kernelspec" in metadata:
         line = _("Outputs on this page: {machine}, PyTorch {torch}, {profile}, built {date}.")
     else:
@@ -118,9 +181,12 @@ class BuildInfo(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         facts, profile = self.env.gpukit_facts, gpukit.current_profile()
-        runs = f"{profile.name}: {profile.lenet.describe()}; {profile.resnet.describe()}"
+        workloads = [workload_in_language(w) for w in (profile.lenet, profile.resnet)]
+        name = _("profile " + profile.name)  # English: the name alone
+        name = profile.name if name == "profile " + profile.name else name
+        runs = _("{profile}: {workloads}").format(profile=name, workloads=_("; ").join(workloads))
         rows = [
-            (_("Hardware"), facts["machine"]),
+            (_("Hardware"), machine_in_language(facts["machine"])),
             (_("Profile"), runs),
             ("Python", platform.python_version()),
             ("PyTorch", torch.__version__),

@@ -38,7 +38,7 @@ TRUE_VAR = re.compile(r"variance of its input on a test batch ([\d.e+-]+)")
 BATCH_ACC = re.compile(r"test acc with each test batch's own statistics: ([\d.]+)")
 REPLAY = re.compile(r"^\s*(\d+)\s+([\d.e+-]+)\s+([\d.e+-]+)\s+([\d.]+)$", re.MULTILINE)
 # The first words of the paragraphs whose glued values are checked, in each language.
-STEPS_SENTENCE = {"en": "On the machine that built this page", "zh": "在构建本页的机器上"}
+STEPS_SENTENCE = {"en": "On the machine that built this page", "zh": "在构建本节的机器上"}
 REPLAY_SENTENCE = {"en": "The weights are the same in every row", "zh": "每一行的权重都相同"}
 # The glued words for "both met", "met by neither", "met by one of them".
 TARGET_WORDS = {

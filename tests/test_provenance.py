@@ -1,0 +1,79 @@
+"""conf/_ext/provenance.py: the machine and the workloads in the build's language, with the
+Chinese catalog the site ships (conf/locales), from gpukit's own phrases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from babel.messages.pofile import read_po
+
+import gpukit
+from gpukit import devices
+from provenance import machine_in_language, workload_in_language
+
+CATALOG = Path(__file__).resolve().parents[1] / "conf/locales/zh_CN/LC_MESSAGES/sphinx.po"
+
+
+@pytest.fixture(scope="module")
+def chinese() -> Callable[[str], str]:
+    """The Chinese catalog as a translation function (a msgid it lacks stays English)."""
+    with CATALOG.open("rb") as po:
+        messages = read_po(po)
+    return lambda text: m.string if (m := messages.get(text)) and m.string else text
+
+
+def english(text: str) -> str:
+    return text
+
+
+@pytest.fixture
+def cpu_machine(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(devices, "_cpu_model", lambda: "AMD EPYC 7B13")
+    monkeypatch.setattr(devices.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
+    monkeypatch.delenv("MKL_ENABLE_INSTRUCTIONS", raising=False)
+    return gpukit.describe_machine()
+
+
+def test_a_cpu_machine_in_chinese(cpu_machine: str, chinese) -> None:
+    assert (
+        cpu_machine == "CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels, ONEDNN_MAX_CPU_ISA=SSE41)"
+    )
+    assert machine_in_language(cpu_machine, chinese) == (
+        "仅 CPU，2 核（AMD EPYC 7B13，AVX2 核函数，ONEDNN_MAX_CPU_ISA=SSE41）"
+    )
+    assert machine_in_language(cpu_machine, english) == cpu_machine
+
+
+def test_a_gpu_machine_in_chinese(monkeypatch: pytest.MonkeyPatch, chinese) -> None:
+    names = ["NVIDIA H200", "NVIDIA H200", "NVIDIA H100 80GB HBM3"]
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(names))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: names[i])
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    machine = gpukit.describe_machine()
+    assert machine == "2 x NVIDIA H200 + 1 x NVIDIA H100 80GB HBM3 (CUDA 13.0)"
+    assert machine_in_language(machine, chinese) == (
+        "2 块 NVIDIA H200 + 1 块 NVIDIA H100 80GB HBM3（CUDA 13.0）"
+    )
+    assert machine_in_language(machine, english) == machine
+
+
+def test_a_phrase_of_another_shape_stays_as_it_is(chinese) -> None:
+    assert machine_in_language("a TPU v5e", chinese) == "a TPU v5e"
+
+
+@pytest.mark.parametrize("name", ["quick", "full"])
+def test_the_workloads_in_chinese(name: str, chinese) -> None:
+    profile = gpukit.PROFILES[name]
+    for workload in (profile.lenet, profile.resnet):
+        assert workload_in_language(workload, english) == workload.describe()
+    text = workload_in_language(profile.resnet, chinese)
+    n_train = profile.resnet.n_train or 60_000
+    assert text.startswith(f"ResNet-18：{n_train:,} 张训练图像 / "), text
+    assert f"批量 {profile.resnet.batch_size}，" in text and text.endswith(" 轮")
+    assert "（预热 + 余弦衰减）" in text and "training" not in text and "epochs" not in text
