@@ -109,6 +109,17 @@ def test_fix_repairs_the_spacing_outside_emphasis(docs: Path) -> None:
     )
 
 
+def test_fix_spaces_a_reference_by_the_text_it_shows(docs: Path) -> None:
+    """A reference with Chinese text of its own reads as Chinese: no space beside Chinese."""
+    page = docs / "zh" / "index.md"
+    page.write_text(
+        "# 标题\n\n见 {ref}`硬件一节 <sec-hardware>` 和{ref}`GPU 一节 <x>`。\n", "utf-8"
+    )
+    zh_style.main(["--docs", str(docs), "--fix"])
+    fixed = page.read_text("utf-8").splitlines()[2]
+    assert fixed == "见{ref}`硬件一节 <sec-hardware>`和 {ref}`GPU 一节 <x>`。"
+
+
 def test_a_chinese_figure_needs_a_chinese_font_and_chinese_labels(docs: Path, capsys) -> None:
     svg = '<svg font-family="DejaVu Sans, sans-serif"><text>参数服务器 push</text></svg>'
     (docs / "img" / "x-zh.svg").write_text(svg, "utf-8")
