@@ -3,8 +3,8 @@
 A stretch of prose runs from one code cell, figure or included code to the next. Text a
 first read does not meet is not counted: a collapsed ``{details}`` block, and of a
 ``{machine-cases}`` block all but one case (the longest is counted, as the reader sees one).
-Chinese characters count as words at 1.8 characters a word (the ratio of the zh pages' prose
-to the en pages').
+Chinese characters count as words at ``languages.CHINESE_CHARACTERS_PER_WORD`` characters a word
+(the ratio of the zh pages' prose to the en pages').
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from languages import CHINESE_CHARACTER, CHINESE_CHARACTERS_PER_WORD
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 LIMIT = 450  # "no stretch of more than ~400 words"
@@ -26,7 +27,7 @@ COLLAPSED = {"details", "dropdown"}
 
 def words(text: str) -> float:
     latin = len(re.findall(r"[A-Za-z0-9][\w.,'-]*", text))
-    return latin + len(re.findall(r"[\u4e00-\u9fff]", text)) / 1.8
+    return latin + len(re.findall(CHINESE_CHARACTER, text)) / CHINESE_CHARACTERS_PER_WORD
 
 
 def stretches(lines: list[str], first: int = 1) -> Iterator[tuple[float, int]]:

@@ -24,14 +24,13 @@ import re
 from pathlib import Path
 
 from docutils import nodes
-from languages import CHINESE_CHARACTER
+from languages import CHINESE_CHARACTER, CHINESE_CHARACTERS_PER_WORD
 from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
 from provenance import gpus_wanted, list_table
 
-WORDS_PER_MINUTE = 200  # Latin words: English prose and code
-CJK_PER_MINUTE = 450  # Chinese characters (about 2.3 per English word of the same text)
+WORDS_PER_MINUTE = 200  # English prose and code; Chinese text counted in words of English
 CJK = re.compile(CHINESE_CHARACTER)
 WORD = re.compile(r"[A-Za-z0-9_]+")
 
@@ -39,11 +38,12 @@ WORD = re.compile(r"[A-Za-z0-9_]+")
 def reading_minutes(text: str) -> int:
     """Minutes to read a page's source, front matter left out, rounded up to five.
 
-    >>> reading_minutes("word " * 1000), reading_minutes("字" * 4500)
+    >>> reading_minutes("word " * 1000), reading_minutes("字" * 3600)
     (5, 10)
     """
     body = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.DOTALL)
-    minutes = len(WORD.findall(body)) / WORDS_PER_MINUTE + len(CJK.findall(body)) / CJK_PER_MINUTE
+    words = len(WORD.findall(body)) + len(CJK.findall(body)) / CHINESE_CHARACTERS_PER_WORD
+    minutes = words / WORDS_PER_MINUTE
     return max(5, 5 * math.ceil(minutes / 5))
 
 
