@@ -46,7 +46,9 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx_copybutton",
     "cjk_linebreaks",  # a line break between Chinese characters is not a space
-    "provenance",  # which machine produced the outputs; GPUs missing: a notice, or a failure
+    "provenance",  # which machine, software and profile produced a page's outputs
+    "gpu_guard",  # a page wants more GPUs than the machine has: a notice, or a failed build
+    "about",  # the About page's tables: this build's facts, each page's execution
     "machine_cases",  # this machine's explanation first, the others collapsed
     "execution",  # no half-written cache entry after a kill; raises-exception cells must raise
     "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs

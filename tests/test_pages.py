@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from languages import CHINESE_CHARACTER, CHINESE_CHARACTERS_PER_WORD
 
+from front_matter import split_front_matter
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 LIMIT = 450  # "no stretch of more than ~400 words"
 # The index's learning path is a list of pages and the API page a list of names: not prose.
@@ -58,11 +60,11 @@ def stretches(lines: list[str], first: int = 1) -> Iterator[tuple[float, int]]:
 
 
 def page_lines(path: Path) -> list[str]:
+    """The page's lines, its front matter blanked (not prose, and line numbers unchanged)."""
     text = path.read_text(encoding="utf-8")
-    front = re.match(r"^---\n.*?\n---\n", text, flags=re.DOTALL)
-    return ([""] * front.group().count("\n") if front else []) + text[
-        front.end() if front else 0 :
-    ].split("\n")
+    _, body = split_front_matter(text)
+    front_lines = text[: len(text) - len(body)].count("\n")
+    return [""] * front_lines + body.split("\n")
 
 
 PAGES = sorted(p for lang in ("en", "zh") for p in (DOCS / lang).glob("*.md"))

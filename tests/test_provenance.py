@@ -11,8 +11,9 @@ import torch
 from babel.messages.pofile import read_po
 
 import gpukit
+from about import workload_in_language
 from gpukit import devices
-from provenance import machine_in_language, workload_in_language
+from provenance import machine_in_language
 
 CATALOG = Path(__file__).resolve().parents[1] / "conf/locales/zh_CN/LC_MESSAGES/sphinx.po"
 

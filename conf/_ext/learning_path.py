@@ -28,7 +28,8 @@ from languages import CHINESE_CHARACTER, CHINESE_CHARACTERS_PER_WORD
 from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
-from provenance import gpus_wanted, list_table
+from front_matter import gpus_wanted
+from list_table import list_table
 
 WORDS_PER_MINUTE = 200  # English prose and code; Chinese text counted in words of English
 CJK = re.compile(CHINESE_CHARACTER)

@@ -1,0 +1,91 @@
+"""The About page's tables: ``{build-info}``, this build's hardware, profile and software (read
+again by every build: the facts are not in the page's source), and myst-nb's execution table
+(``{nb-exec-table}``), which myst-nb writes in English with an emoji status (✅/❌, an empty box
+where no emoji font is installed). We build that table just before myst-nb would, its words
+translated through the gettext catalog (conf/locales), the status as a word.
+"""
+
+import platform
+from collections.abc import Callable
+from importlib.metadata import version
+
+import torch
+from docutils import nodes
+from myst_nb.ext.execution_tables import ExecutionStatsNode, make_stat_table
+from myst_nb.sphinx_ import NbMetadataCollector
+from sphinx.locale import _
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.docutils import SphinxDirective
+
+import gpukit
+from list_table import list_table
+from provenance import PROFILE_NAMES, machine_in_language, profile_in_language
+
+WORKLOAD_TEMPLATE = (
+    "{name}: {n_train:,} training / {n_test:,} test images, batch {batch_size}, lr {lr:g}"
+    "{schedule}, {epochs} epochs"
+)
+# The words of myst-nb's execution table (headers, methods, status) and what we write instead.
+HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
+STATUS = {"✅": "done", "❌": "failed"}
+EXEC_TABLE = {w: w for w in (*HEADERS, "cache", "auto", "force", "inline")} | STATUS
+
+
+def workload_in_language(workload: gpukit.Workload, translate: Callable[[str], str] = _) -> str:
+    """``workload.describe()`` in the build's language (English: as gpukit writes it)."""
+    if translate(WORKLOAD_TEMPLATE) == WORKLOAD_TEMPLATE:
+        return workload.describe()
+    schedule = gpukit.SCHEDULES[workload.schedule]
+    return translate(WORKLOAD_TEMPLATE).format(
+        name=workload.name,
+        n_train=workload.n_train or 60_000,
+        n_test=workload.n_test or 10_000,
+        batch_size=workload.batch_size,
+        lr=workload.lr,
+        schedule=translate(" ({schedule})").format(schedule=translate(schedule))
+        if schedule
+        else "",
+        epochs=workload.epochs,
+    )
+
+
+class BuildInfo(SphinxDirective):
+    """``{build-info}``: a table of the hardware and software versions of this build."""
+
+    def run(self) -> list[nodes.Node]:
+        facts = self.env.gpukit_facts
+        profile = gpukit.current_profile()
+        workloads = [workload_in_language(w) for w in (profile.lenet, profile.resnet)]
+        name = profile_in_language(profile.name)  # English: the name alone
+        name = profile.name if name == PROFILE_NAMES[profile.name] else name
+        runs = _("{profile}: {workloads}").format(profile=name, workloads=_("; ").join(workloads))
+        rows = [
+            (_("Hardware"), machine_in_language(facts["machine"])),
+            (_("Profile"), runs),
+            ("Python", platform.python_version()),
+            ("PyTorch", torch.__version__),
+            ("CUDA", torch.version.cuda or "—"),
+            ("cuDNN", str(torch.backends.cudnn.version() or "—")),
+        ]
+        rows += [(name, version(name)) for name in ("sphinx", "myst-nb", "jupyter-cache", "furo")]
+        rows.append((_("Built"), facts["date"]))
+        self.env.note_reread()  # the facts are this build's
+        return self.parse_text_to_nodes(list_table([(n, f"`{v}`") for n, v in rows], header=False))
+
+
+class ExecTableInLanguage(SphinxPostTransform):
+    default_priority = 7  # before myst-nb's ExecutionStatsPostTransform (8)
+
+    def run(self, **kwargs) -> None:
+        for node in list(self.document.findall(ExecutionStatsNode)):
+            table = make_stat_table(self.env.docname, NbMetadataCollector.get_doc_data(self.env))
+            for text in list(table.findall(nodes.Text)):  # its words in the build's language
+                if str(text) in EXEC_TABLE:
+                    text.parent.replace(text, nodes.Text(_(EXEC_TABLE[str(text)])))
+            node.replace_self(table)
+
+
+def setup(app):
+    app.add_directive("build-info", BuildInfo)
+    app.add_post_transform(ExecTableInLanguage)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
