@@ -571,7 +571,7 @@ class Pages:
         seconds = round(time.monotonic() - run.started, 1)
         entry = {"status": FAILED, "seconds": seconds}
         if run.result.is_file():
-            entry = json.loads(run.result.read_text(encoding="utf-8"))
+            entry = {"seconds": seconds} | json.loads(run.result.read_text(encoding="utf-8"))
         elif killed:  # the worker overran its own timeout: what it was doing is in progress
             entry = {"status": TIMED_OUT, "seconds": seconds}
             if run.progress.is_file():
@@ -800,7 +800,13 @@ def main(argv: list[str]) -> int:
         )
         return 0
     if args.command == "_page":
-        result = execute_page(args.page, args.timeout, Path.cwd(), args.progress)
+        try:
+            result = execute_page(args.page, args.timeout, Path.cwd(), args.progress)
+        except Exception as err:  # e.g. the kernel did not start: a failed page, said so
+            import traceback
+
+            result = {"status": FAILED, "error": f"{type(err).__name__}: {err}"}
+            result["traceback"] = traceback.format_exc()
         args.result.write_text(json.dumps(result), encoding="utf-8")
         return 0
     return run(args, argv)
