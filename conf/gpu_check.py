@@ -676,7 +676,7 @@ def check(args: argparse.Namespace) -> int:
     started = time.monotonic() - float(os.environ.pop("GPU_CHECK_ELAPSED", "0"))
     deadline = started + args.budget
     out = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     env = os.environ | kernel_environment(PROFILE)
     env["PYTHONPATH"] = os.pathsep.join(
