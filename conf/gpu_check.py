@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
@@ -153,14 +153,14 @@ def download_wheels(folder: Path, pythons: Iterable[str], packages: list[str]) -
         subprocess.run(command, check=True)
 
 
-def prepare(folder: Path, pythons: Iterable[str], packages: list[str] | None = None) -> dict:
+def prepare(folder: Path, pythons: Iterable[str]) -> dict:
     """Fill ``folder`` (emptied first) with the wheels and the data subset; check its size."""
     sys.path.insert(0, str(ROOT / "src"))
     from gpukit.data import find_fashion_mnist  # the real files, downloaded if need be
 
     shutil.rmtree(folder, ignore_errors=True)
     pythons = list(pythons)
-    download_wheels(folder / "wheels", pythons, requirements() if packages is None else packages)
+    download_wheels(folder / "wheels", pythons, requirements())
     write_subset(find_fashion_mnist(), folder / "fashion-mnist")
     total = check_size(ROOT, folder)
     manifest = {
@@ -543,6 +543,7 @@ class Pages:
     page_timeout: float
     deadline: float
     gpus: int
+    save: Callable[[list[dict]], object]  # called with the results so far, after each page
     results: dict[str, dict] = field(default_factory=dict)
 
     def start(self, page: Path) -> Running | None:
@@ -582,6 +583,7 @@ class Pages:
             entry["traceback"] = tail
         entry |= {"timeout_s": round(run.timeout), "log": str(run.log)}
         self.results[run.page.stem] = self.describe(run.page) | entry
+        self.save([self.results[p.stem] for p in self.pages if p.stem in self.results])
         print(f"  {entry['status']:9} {run.page.stem} ({entry['seconds']} s)", flush=True)
 
     def describe(self, page: Path) -> dict:
@@ -668,6 +670,8 @@ def summary(report: dict) -> str:
         note = f" [{p['note']}]" if p.get("note") else ""
         lines.append(f"  {p['status']:9} {p['page']:24} {p['seconds']:6.1f} s{where}{said}{note}")
     lines += [f"skipped: {s}" for s in report["skipped"]]
+    if not report.get("complete", True):
+        lines.append("INCOMPLETE: the check is still running, or was stopped before its end")
     return "\n".join(lines) + "\n"
 
 
@@ -721,13 +725,19 @@ def check(args: argparse.Namespace) -> int:
             raise SystemExit(f"--pages: no executed page named {', '.join(sorted(unknown))}")
         pages = [p for p in pages if p.stem in args.pages]
     print(f"{len(pages)} page(s), {args.jobs} at a time ...", flush=True)
-    runner = Pages(pages, env, workdir, out, args.jobs, args.page_timeout, deadline, gpus)
-    report["pages"] = runner.run()
-    report["seconds"] = round(time.monotonic() - started, 1)
-    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    text = summary(report)
-    (out / "report.txt").write_text(text, encoding="utf-8")
-    print(text, end="")
+
+    def save(done: list[dict], complete: bool = False) -> str:
+        """Write the report so far: a check killed from outside still leaves one."""
+        report.update(complete=complete, pages=done)
+        report["seconds"] = round(time.monotonic() - started, 1)
+        (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        text = summary(report)
+        (out / "report.txt").write_text(text, encoding="utf-8")
+        return text
+
+    save([])
+    runner = Pages(pages, env, workdir, out, args.jobs, args.page_timeout, deadline, gpus, save)
+    print(save(runner.run(), complete=True), end="")
     shutil.rmtree(workdir, ignore_errors=True)
     bad_pages = any(p["status"] != OK for p in report["pages"])
     return 1 if bad_pages or report["tests"]["status"] in (FAILED, TIMED_OUT) else 0

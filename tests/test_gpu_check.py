@@ -85,7 +85,7 @@ def page(report: dict, name: str) -> dict:
 def test_the_report_names_the_machine(report):
     assert report["machine"]["torch"] == torch.__version__
     assert report["machine"]["gpu_count"] == torch.cuda.device_count()
-    assert report["profile"] == "quick"
+    assert report["profile"] == "quick" and report["complete"] is True
     assert f"torch {torch.__version__}" in report["text"]
     assert [p["page"] for p in report["pages"]] == ["does-not-raise", "fails", "hangs", "works"]
 
