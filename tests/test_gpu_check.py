@@ -212,3 +212,26 @@ def test_the_size_check_refuses_a_folder_over_the_limit(tmp_path):
     assert gpu_check.check_size(repo, folder, limit=2**20 + 1001) == 2**20 + 1000
     with pytest.raises(ValueError, match="over the 1 MiB"):
         gpu_check.check_size(repo, folder, limit=2**20 + 1000)
+
+
+def test_on_one_gpu_the_tests_are_required_and_two_gpu_tests_left_out(tmp_path):
+    """The one-GPU path, on any machine: told it has one GPU, the check requires the one-GPU
+    test to run (here, without a GPU, it fails for that reason) and names the two-GPU test as
+    not run."""
+    tests, out = tmp_path / "tests", tmp_path / "out"
+    tests.mkdir()
+    shutil.copy(ROOT / "tests" / "conftest.py", tests)
+    (tests / "test_planted.py").write_text(TESTS, encoding="utf-8")
+    paths = [str(ROOT / "src"), str(SCRIPT.parent), os.environ.get("PYTHONPATH", "")]
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, paths))}
+    report = gpu_check.run_tests(tests, env, gpus=1, timeout=120, out=out)
+    results = {r["test"].split("::")[-1]: r for r in report["results"]}
+    assert report["required"] is True
+    assert results["test_two_gpus"]["result"] == "not run"
+    assert results["test_two_gpus"]["message"] == "needs 2 CUDA GPU(s), this machine has 1"
+    if torch.cuda.device_count() == 0:
+        assert report["status"] == "failed"
+        assert results["test_one_gpu"]["result"] in ("failed", "error")
+        assert "GPUKIT_REQUIRE_GPUS is set" in results["test_one_gpu"]["message"]
+    else:
+        assert results["test_one_gpu"]["result"] == "passed"
