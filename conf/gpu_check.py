@@ -233,9 +233,14 @@ def install(offline: Path, venv: Path) -> dict:
 
 # -- Facts about the machine ----------------------------------------------------------------
 FACTS = """
-import json, os, platform, sys
+import json, os, platform, shutil, sys, sysconfig
 facts = {"python": platform.python_version(), "executable": sys.executable,
          "cpu_cores": os.cpu_count()}
+# torch.compile builds C code: Triton's launcher on a GPU, inductor's kernels on a CPU. Without
+# a compiler or Python's headers, the compiling pages fail: the report says which is missing.
+facts["c_compiler"] = shutil.which(os.environ.get("CC") or "gcc") or shutil.which("cc")
+include = sysconfig.get_paths()["include"]
+facts["python_headers"] = os.path.isfile(os.path.join(include, "Python.h"))
 try:
     import torch
     facts.update(torch=torch.__version__, cuda=torch.version.cuda,
@@ -635,6 +640,11 @@ def summary(report: dict) -> str:
     ]
     if m.get("error"):
         lines.append(f"torch/gpukit: {m['error']}")
+    if not m.get("c_compiler") or not m.get("python_headers"):
+        lines.append(
+            f"torch.compile may fail here: C compiler {m.get('c_compiler') or 'missing'}, "
+            f"Python headers {'found' if m.get('python_headers') else 'missing'}"
+        )
     install = report["install"]
     if install["status"] == "skipped":
         lines.append(f"install: nothing ({install['why']})")
