@@ -74,6 +74,9 @@ FASHION_FILES = {  # gpukit.data.FILES: split -> (images, labels)
 DATA_VAR = "GPUKIT_DATA"  # gpukit.data.ENV_VAR
 REQUIRE_GPUS = "GPUKIT_REQUIRE_GPUS"  # tests/conftest.py
 PROFILE = "quick"
+# Seconds a page's worker gets past its timeout (interrupting the cell, its traceback, the
+# kernel's shutdown) before it is killed.
+GRACE = 30
 KERNEL = "gpu-check"  # the kernelspec the pages run in: this Python, whatever Jupyter has
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 CODE_CELL = re.compile(r"^`{3,}\{code-cell\}", re.MULTILINE)
@@ -468,6 +471,7 @@ def execute_page(page: Path, timeout: float, workdir: Path, progress: Path) -> d
     client = NotebookClient(
         nb,
         kernel_name=KERNEL,
+        startup_timeout=max(1, min(60, math.ceil(timeout))),
         timeout_func=lambda cell: max(1, math.ceil(deadline - time.monotonic())),
         resources={"metadata": {"path": str(workdir)}},
         on_cell_start=on_start,
@@ -514,7 +518,7 @@ def full_traceback(client, nbformat) -> str:
     cell = nbformat.v4.new_code_cell(FULL_TRACEBACK)
     client.nb.cells.append(cell)  # nbclient writes the outputs into the notebook
     client.timeout_func = None
-    client.timeout = 20
+    client.timeout = 10  # a kernel stuck in C code does not answer: leave it
     try:
         client.execute_cell(cell, len(client.nb.cells) - 1)
     except Exception:
@@ -552,8 +556,9 @@ class Pages:
     results: dict[str, dict] = field(default_factory=dict)
 
     def start(self, page: Path) -> Running | None:
-        # The last ten seconds are kept for the report.
-        timeout = min(self.page_timeout, self.deadline - time.monotonic() - 10)
+        # A worker past its timeout is killed GRACE seconds later; the last seconds after
+        # that are kept for the report: so no page outlives the budget.
+        timeout = min(self.page_timeout, self.deadline - time.monotonic() - GRACE - 15)
         if timeout < 15:
             return None
         cwd = Path(tempfile.mkdtemp(prefix=f"{page.stem}-", dir=self.workdir))
@@ -612,7 +617,7 @@ class Pages:
                 break
             time.sleep(0.2)
             for run in list(running):
-                overrun = time.monotonic() - run.started > run.timeout + 30
+                overrun = time.monotonic() - run.started > run.timeout + GRACE
                 if run.process.poll() is None and not overrun:
                     continue
                 if overrun:

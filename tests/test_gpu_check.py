@@ -235,3 +235,22 @@ def test_on_one_gpu_the_tests_are_required_and_two_gpu_tests_left_out(tmp_path):
         assert "GPUKIT_REQUIRE_GPUS is set" in results["test_one_gpu"]["message"]
     else:
         assert results["test_one_gpu"]["result"] == "passed"
+
+
+def test_pages_that_cannot_start_within_the_budget_are_not_run(tmp_path):
+    """The whole check keeps to its budget: the hanging page gets the time left (not its own
+    300 s), the page after it cannot start, and the report says so."""
+    docs, out = tmp_path / "docs", tmp_path / "out"
+    docs.mkdir()
+    for name in ("hangs", "works"):
+        (docs / f"{name}.md").write_text(PAGES[name], encoding="utf-8")
+    budget = 90  # the first page gets budget - GRACE - 15 s, less the check's start
+    command = [sys.executable, str(SCRIPT), "run", "--docs", str(docs), "--out", str(out)]
+    command += ["--no-tests", "--jobs", "1", "--budget", str(budget), "--page-timeout", "300"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    hung, works = report["pages"]
+    assert hung["status"] == "timed out" and hung["timeout_s"] <= budget - gpu_check.GRACE - 15
+    assert works["status"] == "not run" and "budget" in works["error"]
+    assert report["seconds"] <= budget
