@@ -179,12 +179,28 @@ def prepare(folder: Path, pythons: Iterable[str]) -> dict:
 
 
 # -- Install (offline, on the GPU machine) --------------------------------------------------
+def module_names() -> list[str]:
+    """The modules of the gpu-check group's packages (their names, here)."""
+    return [
+        re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0].replace("-", "_") for req in requirements()
+    ]
+
+
 def missing_modules() -> list[str]:
     """The packages of the gpu-check group this Python cannot import."""
     import importlib.util
 
-    names = [re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0] for req in requirements()]
-    return [name for name in names if importlib.util.find_spec(name.replace("-", "_")) is None]
+    return [name for name in module_names() if importlib.util.find_spec(name) is None]
+
+
+def reusable(venv: Path) -> bool:
+    """Whether an earlier run made ``venv`` from this Python and it has the packages (a
+    second run on the same machine then skips installing)."""
+    python, outer = venv / "bin" / "python", venv / "gpu-check-outer-python"
+    if not outer.is_file() or outer.read_text(encoding="utf-8") != sys.executable:
+        return False
+    command = [python, "-c", "import " + ", ".join(module_names())]
+    return subprocess.run(command, capture_output=True, check=False).returncode == 0
 
 
 def site_dirs() -> list[str]:
@@ -203,14 +219,17 @@ def install(offline: Path, venv: Path) -> dict:
     a virtual environment running this script, so a .pth file adds this Python's package
     folders instead (``site.addsitedir`` also reads the .pth files found there)."""
     started = time.monotonic()
-    wheels = offline / "wheels"
+    wheels, python = offline / "wheels", venv / "bin" / "python"
+    if reusable(venv):
+        seconds = round(time.monotonic() - started, 1)
+        report = {"status": "reused", "from": str(venv), "python": str(python), "log": ""}
+        return report | {"installed": [], "seconds": seconds}
     pips = sorted(wheels.glob("pip-*.whl"))
     if not pips:
         raise SystemExit(f"no pip wheel in {wheels}: run `python3 conf/gpu_check.py prepare`")
     subprocess.run(
         [sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True
     )
-    python = venv / "bin" / "python"
     purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
@@ -224,6 +243,8 @@ def install(offline: Path, venv: Path) -> dict:
     command += ["--disable-pip-version-check", "--no-warn-script-location", *requirements()]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     installed = re.findall(r"Successfully installed (.*)", done.stdout)
+    if done.returncode == 0:
+        (venv / "gpu-check-outer-python").write_text(sys.executable, encoding="utf-8")
     return {
         "status": OK if done.returncode == 0 else FAILED,
         "from": str(wheels),
@@ -770,7 +791,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         )
     print(f"installing {', '.join(missing_modules())} from {args.offline} ...", flush=True)
     installed = install(args.offline, args.venv)
-    if installed["status"] != OK:
+    if installed["status"] == FAILED:
         print(installed["log"], file=sys.stderr)
         raise SystemExit(f"pip could not install from {args.offline}: see above")
     env = os.environ | {
