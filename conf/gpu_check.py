@@ -224,6 +224,7 @@ def install(offline: Path, venv: Path) -> dict:
         seconds = round(time.monotonic() - started, 1)
         report = {"status": "reused", "from": str(venv), "python": str(python), "log": ""}
         return report | {"installed": [], "seconds": seconds}
+    print(f"installing {', '.join(missing_modules())} from {wheels} ...", flush=True)
     pips = sorted(wheels.glob("pip-*.whl"))
     if not pips:
         raise SystemExit(f"no pip wheel in {wheels}: run `python3 conf/gpu_check.py prepare`")
@@ -789,7 +790,6 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             f"this Python lacks {', '.join(missing_modules())} and {args.offline} holds no "
             "wheels: run `python3 conf/gpu_check.py prepare` on a machine with a network"
         )
-    print(f"installing {', '.join(missing_modules())} from {args.offline} ...", flush=True)
     installed = install(args.offline, args.venv)
     if installed["status"] == FAILED:
         print(installed["log"], file=sys.stderr)
