@@ -79,6 +79,16 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "--ignore=tests/browser", *session.posargs)
 
 
+@nox.session(name="gpu-check")
+def gpu_check(session: nox.Session) -> None:
+    """What works on this GPU, per page and per CUDA test, in minutes: conf/gpu_check.py.
+
+    ``nox -s gpu-check`` runs the check (report in .gpu-check/report); ``nox -s gpu-check --
+    prepare`` writes the folder that lets ``python3 conf/gpu_check.py run`` work offline."""
+    install(session, "gpu-check")
+    session.run("python", "conf/gpu_check.py", *(session.posargs or ["run"]))
+
+
 @nox.session
 def doctest(session: nox.Session) -> None:
     """Run the examples: gpukit's docstrings and the doctest blocks of both languages."""

@@ -14,6 +14,7 @@ CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
 sys.path[:0] = [str(CONF_DIR / "_ext"), str(CONF_DIR)]
 
+from kernel_env import kernel_environment  # noqa: E402
 from languages import LANGUAGES, MYST_EXTENSIONS  # noqa: E402
 
 import gpukit  # noqa: E402
@@ -73,14 +74,10 @@ doctest_global_setup += "from torch import nn\nimport gpukit\nfrom gpukit import
 myst_enable_extensions = MYST_EXTENSIONS
 
 # -- Execution ------------------------------------------------------------------------------
-# The kernel inherits this environment: it reads the profile from GPUKIT_PROFILE, and its
-# IPython profile shortens tracebacks so no build-machine path reaches the page.
+# The kernel inherits this environment (conf/kernel_env.py, shared with conf/gpu_check.py):
+# the profile, the IPython profile that shortens tracebacks, idle OpenMP threads that sleep.
 profile = gpukit.current_profile()
-os.environ[gpukit.profiles.ENV_VAR] = profile.name
-os.environ["IPYTHONDIR"] = str(CONF_DIR / "ipython")
-# Idle OpenMP threads sleep instead of spinning: spinning threads made small training steps
-# 5-20x slower on a busy 2-core machine (measured).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.update(kernel_environment(profile.name))
 
 nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / "docs/_build/.jupyter_cache" / cache_key(ROOT, profile.name))

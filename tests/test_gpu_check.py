@@ -1,0 +1,256 @@
+"""The GPU check (conf/gpu_check.py) on a planted site: its report on a page that fails, one
+that hangs, one whose raises-exception cell does not raise, and one that works; the CUDA tests it
+runs; the pages read as myst-nb reads them; the data subset; the size limit."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import gpukit
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "conf" / "gpu_check.py"
+sys.path.insert(0, str(SCRIPT.parent))
+import gpu_check  # noqa: E402
+import kernel_env  # noqa: E402
+
+FRONT = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
+PAGES = {
+    # The kernel runs in the build's environment (conf/kernel_env.py): the quick profile, and
+    # the IPython profile whose short tracebacks the failing page's report shows.
+    "works": FRONT + "gpus: 2\n---\n\n# Works\n\n```{code-cell} ipython3\nimport os\n"
+    "assert os.environ['GPUKIT_PROFILE'] == 'quick'\n"
+    "assert os.environ['IPYTHONDIR'].endswith('ipython')\n```\n\n"
+    "```{code-cell} ipython3\n:tags: [raises-exception]\nint('x')\n```\n",
+    "fails": FRONT + "gpus: 1\n---\n\n# Fails\n\n```{code-cell} ipython3\ndef ratio(a, b):\n"
+    "    return a / b\n```\n\nSome text.\n\n```{code-cell} ipython3\nratio(1, 0)\n```\n\n"
+    "```{code-cell} ipython3\nprint('never reached')\n```\n",
+    "hangs": FRONT + "---\n\n# Hangs\n\n```{code-cell} ipython3\nimport time\n```\n\n"
+    "```{code-cell} ipython3\ntime.sleep(1_000)\n```\n",
+    "does-not-raise": FRONT + "---\n\n# Tagged\n\n```{code-cell} ipython3\n"
+    ":tags: [raises-exception]\nx = 1\n```\n",
+    "index": "# Index\n\nNot a notebook: not executed.\n",
+}
+TESTS = """
+import pytest
+
+@pytest.mark.gpus(1)
+def test_one_gpu():
+    pass
+
+@pytest.mark.gpus(2)
+def test_two_gpus():
+    pass
+
+def test_without_a_gpu():  # not CUDA-marked: not the check's
+    pass
+"""
+TIMEOUT = 20
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict:
+    site = tmp_path_factory.mktemp("site")
+    docs, tests, out = site / "docs", site / "tests", site / "out"
+    docs.mkdir()
+    tests.mkdir()
+    for name, text in PAGES.items():
+        (docs / f"{name}.md").write_text(text, encoding="utf-8")
+    shutil.copy(ROOT / "tests" / "conftest.py", tests)
+    (tests / "test_planted.py").write_text(TESTS, encoding="utf-8")
+    command = [sys.executable, str(SCRIPT), "run", "--docs", str(docs), "--tests", str(tests)]
+    command += ["--out", str(out), "--page-timeout", str(TIMEOUT), "--jobs", "4"]
+    env = {k: v for k, v in os.environ.items() if k not in ("IPYTHONDIR", "GPUKIT_PROFILE")}
+    done = subprocess.run(command, cwd=site, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr  # pages failed
+    result = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    result["text"] = (out / "report.txt").read_text(encoding="utf-8")
+    return result
+
+
+def page(report: dict, name: str) -> dict:
+    return next(p for p in report["pages"] if p["page"] == name)
+
+
+def test_the_report_names_the_machine(report):
+    assert report["machine"]["torch"] == torch.__version__
+    assert report["machine"]["gpu_count"] == torch.cuda.device_count()
+    assert report["profile"] == "quick" and report["complete"] is True
+    assert f"torch {torch.__version__}" in report["text"]
+    assert [p["page"] for p in report["pages"]] == ["does-not-raise", "fails", "hangs", "works"]
+
+
+def test_a_failing_page_names_its_cell_and_traceback(report):
+    failed = page(report, "fails")
+    assert failed["status"] == "failed"
+    assert failed["cell"] == 2 and failed["source"] == "ratio(1, 0)"
+    text = PAGES["fails"]
+    assert failed["line"] == text[: text.index("ratio(1, 0)")].count("\n")  # the fence's line
+    assert failed["error"] == "ZeroDivisionError: division by zero"
+    # What the page would show (the build's IPython profile), and Python's whole traceback.
+    assert failed["traceback"].strip() == "ZeroDivisionError: division by zero"
+    assert "return a / b" in failed["full_traceback"]
+    assert "cell 2 (fails.md:" in report["text"]
+
+
+def test_a_hanging_page_times_out_at_its_cell(report):
+    hung = page(report, "hangs")
+    assert hung["status"] == "timed out"
+    assert hung["cell"] == 2 and hung["source"] == "time.sleep(1_000)"
+    assert TIMEOUT <= hung["seconds"] < TIMEOUT + 30
+    # Interrupted: the traceback says where it hung.
+    assert "KeyboardInterrupt" in hung["full_traceback"]
+    assert "time.sleep(1_000)" in hung["full_traceback"]
+
+
+def test_a_raises_exception_cell_must_raise(report):
+    tagged = page(report, "does-not-raise")
+    assert tagged["status"] == "failed" and tagged["cell"] == 1
+    assert "raises-exception" in tagged["error"]
+
+
+def test_a_working_page_says_it_ran_on_fewer_devices(report):
+    works = page(report, "works")
+    assert works["status"] == "ok", works
+    gpus = torch.cuda.device_count()
+    assert ("note" in works) == (gpus < 2)
+    if gpus < 2:
+        assert "wants 2 GPU(s): ran its fewer-device path" in works["note"]
+
+
+def test_the_cuda_tests_run_where_they_can(report):
+    results = {r["test"].split("::")[-1]: r for r in report["tests"]["results"]}
+    assert set(results) == {"test_one_gpu", "test_two_gpus"}  # the CUDA-marked ones only
+    gpus = torch.cuda.device_count()
+    if gpus == 0:
+        assert report["tests"]["required"] is False
+        assert results["test_one_gpu"]["result"] == "skipped"
+        assert "needs 1 CUDA GPU(s), this machine has 0" in results["test_one_gpu"]["message"]
+        assert any("no CUDA GPU" in s for s in report["skipped"])
+    else:
+        assert report["tests"]["required"] is True
+        assert results["test_one_gpu"]["result"] == "passed"
+        assert results["test_two_gpus"]["result"] == ("passed" if gpus >= 2 else "not run")
+
+
+def test_the_check_uses_the_builds_kernel_environment():
+    assert kernel_env.PROFILE_VAR == gpukit.profiles.ENV_VAR
+    assert gpu_check.DATA_VAR == gpukit.data.ENV_VAR
+    assert gpu_check.FASHION_FILES == gpukit.data.FILES
+    env = kernel_env.kernel_environment("quick", {})
+    assert Path(env["IPYTHONDIR"]) == ROOT / "conf" / "ipython"
+
+
+def code_cells(notebook) -> list[tuple[str, list[str]]]:
+    return [(c.source, c.metadata.get("tags", [])) for c in notebook.cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_jupytext_reads_every_page_as_myst_nb_does(lang):
+    import jupytext
+    from myst_nb.core.read import read_myst_markdown_notebook
+    from myst_parser.config.main import MdParserConfig
+
+    pages = gpu_check.executed_pages(ROOT / "docs" / lang)
+    assert len(pages) >= 10
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        ours = code_cells(jupytext.reads(text, fmt="md:myst"))
+        assert ours == code_cells(read_myst_markdown_notebook(text, MdParserConfig())), path
+        assert len(ours) == len(gpu_check.CODE_CELL.findall(text)), path  # the cells' lines
+
+
+def test_the_data_subset_is_fashion_mnist_that_gpukit_reads(tmp_path):
+    full = gpukit.find_fashion_mnist(download=False)
+    gpu_check.write_subset(full, tmp_path)
+    for split, (images, labels) in gpu_check.FASHION_FILES.items():
+        n = gpu_check.SUBSET[split]
+        assert gpu_check.idx_count(tmp_path / images) == gpu_check.idx_count(tmp_path / labels) == n
+        # The first records of the real file, byte for byte.
+        sub, real = (gzip.decompress((d / images).read_bytes()) for d in (tmp_path, full))
+        assert sub[16:] == real[16 : 16 + n * 784] and sub[8:16] == real[8:16]
+    train, test = gpukit.load_data_fashion_mnist(64, root=tmp_path, n_train=5_000, n_test=1_000)
+    assert len(train.dataset) == 5_000 and len(test.dataset) == 1_000
+    with pytest.raises(ValueError, match="n_train"):
+        gpukit.load_data_fashion_mnist(64, root=tmp_path, n_train=gpu_check.SUBSET["train"] + 1)
+
+
+def test_the_subset_holds_what_the_quick_profile_reads():
+    quick = gpukit.PROFILES["quick"]
+    for work in (quick.lenet, quick.resnet):
+        assert work.n_train <= gpu_check.SUBSET["train"] and work.n_test <= gpu_check.SUBSET["test"]
+    # Sizes the pages pick themselves: n_train first on a line, n_test last.
+    for path in (ROOT / "docs" / "en").glob("*.md"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            quick_sizes = [int(n.replace("_", "")) for n in re.findall(r"quick=([\d_]+)", line)]
+            if quick_sizes and re.match(r"\s*n_train\b", line):
+                assert quick_sizes[0] <= gpu_check.SUBSET["train"], (path, line)
+            if quick_sizes and re.match(r"\s*(n_train, )?n_test\b", line):
+                assert quick_sizes[-1] <= gpu_check.SUBSET["test"], (path, line)
+
+
+def test_the_size_check_refuses_a_folder_over_the_limit(tmp_path):
+    repo, folder = tmp_path / "repo", tmp_path / "offline"
+    repo.mkdir()
+    folder.mkdir()
+    (repo / "tracked.txt").write_bytes(b"x" * 1000)
+    (repo / "untracked.txt").write_bytes(b"x" * 10**6)  # not sent: not counted
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "tracked.txt"], cwd=repo, check=True)
+    with open(folder / "wheel.whl", "wb") as f:
+        f.truncate(2**20)
+    assert gpu_check.check_size(repo, folder, limit=2**20 + 1001) == 2**20 + 1000
+    with pytest.raises(ValueError, match="over the 1 MiB"):
+        gpu_check.check_size(repo, folder, limit=2**20 + 1000)
+
+
+def test_on_one_gpu_the_tests_are_required_and_two_gpu_tests_left_out(tmp_path):
+    """The one-GPU path, on any machine: told it has one GPU, the check requires the one-GPU
+    test to run (here, without a GPU, it fails for that reason) and names the two-GPU test as
+    not run."""
+    tests, out = tmp_path / "tests", tmp_path / "out"
+    tests.mkdir()
+    shutil.copy(ROOT / "tests" / "conftest.py", tests)
+    (tests / "test_planted.py").write_text(TESTS, encoding="utf-8")
+    paths = [str(ROOT / "src"), str(SCRIPT.parent), os.environ.get("PYTHONPATH", "")]
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, paths))}
+    report = gpu_check.run_tests(tests, env, gpus=1, timeout=120, out=out)
+    results = {r["test"].split("::")[-1]: r for r in report["results"]}
+    assert report["required"] is True
+    assert results["test_two_gpus"]["result"] == "not run"
+    assert results["test_two_gpus"]["message"] == "needs 2 CUDA GPU(s), this machine has 1"
+    if torch.cuda.device_count() == 0:
+        assert report["status"] == "failed"
+        assert results["test_one_gpu"]["result"] in ("failed", "error")
+        assert "GPUKIT_REQUIRE_GPUS is set" in results["test_one_gpu"]["message"]
+    else:
+        assert results["test_one_gpu"]["result"] == "passed"
+
+
+def test_pages_that_cannot_start_within_the_budget_are_not_run(tmp_path):
+    """The whole check keeps to its budget: the hanging page gets the time left (not its own
+    300 s), the page after it cannot start, and the report says so."""
+    docs, out = tmp_path / "docs", tmp_path / "out"
+    docs.mkdir()
+    for name in ("hangs", "works"):
+        (docs / f"{name}.md").write_text(PAGES[name], encoding="utf-8")
+    budget = 90  # the first page gets budget - GRACE - 15 s, less the check's start
+    command = [sys.executable, str(SCRIPT), "run", "--docs", str(docs), "--out", str(out)]
+    command += ["--no-tests", "--jobs", "1", "--budget", str(budget), "--page-timeout", "300"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    hung, works = report["pages"]
+    assert hung["status"] == "timed out" and hung["timeout_s"] <= budget - gpu_check.GRACE - 15
+    assert works["status"] == "not run" and "budget" in works["error"]
+    assert report["seconds"] <= budget
