@@ -27,7 +27,9 @@ __all__ = ["PEAK_TFLOPS", "Measurement", "copy_bandwidth", "launch_latency", "ma
 #: (the Ada Lovelace whitepaper for the RTX 4090). "Dense": without the 2:4 sparsity that the
 #: headline tensor-core numbers of Ampere and later assume (twice these). ``tf32``, ``bf16``
 #: and ``fp16`` are tensor-core rates; a missing entry: no tensor-core path for that format.
+#: B200: NVIDIA HGX B200 data sheet (2024), eight GPUs at 1,000 W, divided by eight.
 PEAK_TFLOPS: dict[str, dict[str, float]] = {
+    "B200": {"fp32": 75.0, "tf32": 1125.0, "bf16": 2250.0, "fp16": 2250.0},
     "H200 SXM": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5},
     "H100 SXM": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5},
     "H100 PCIe": {"fp32": 51.0, "tf32": 378.0, "bf16": 756.5, "fp16": 756.5},
@@ -39,6 +41,7 @@ PEAK_TFLOPS: dict[str, dict[str, float]] = {
 # torch.cuda.get_device_name() -> PEAK_TFLOPS key, first match first. Variants not listed
 # (H200 NVL, H100 NVL, RTX 4090 D), MIG slices and laptop GPUs have other peaks: no match.
 _MODEL_PATTERNS = (
+    (r"\bB200\b", "B200"),
     (r"\bH200\b(?!.*\bNVL\b)", "H200 SXM"),
     (r"\bH100\b.*\bPCIe\b", "H100 PCIe"),
     (r"\bH100\b(?!.*\b(NVL|PCIe)\b)", "H100 SXM"),
