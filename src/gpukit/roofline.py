@@ -38,10 +38,10 @@ __all__ = [
     "plot_roofline",
 ]
 
-#: GPU memory (HBM) bandwidth in TB/s (10**12 bytes/s) from NVIDIA's data sheets: H100 SXM
-#: (H100 Tensor Core GPU data sheet, 2023: 3.35 TB/s), H200 SXM (H200 data sheet, 2024:
-#: 4.8 TB/s), B200 (HGX B200 / DGX B200 data sheets, 2024: 8 TB/s per GPU). Their peak FLOP/s
-#: are :data:`gpukit.measure.PEAK_TFLOPS`.
+#: GPU memory (HBM) bandwidth in TB/s (10**12 bytes/s), from NVIDIA's data sheets. H100 SXM
+#: (H100 Tensor Core GPU data sheet, 2023) 3.35 TB/s, H200 SXM (H200 data sheet, 2024)
+#: 4.8 TB/s, B200 (HGX B200 data sheet, 2024) 8 TB/s per GPU. Their peak FLOP/s are in
+#: :data:`gpukit.measure.PEAK_TFLOPS`.
 HBM_TBPS: dict[str, float] = {"H100 SXM": 3.35, "H200 SXM": 4.8, "B200": 8.0}
 
 
@@ -129,20 +129,23 @@ def measured_roofline(
     device: str | torch.device | None = None,
     *,
     copy_bytes: int = 2**26,
-    matmul_n: int = 1024,
+    matmul_sizes: Sequence[int] = (256, 512, 1024),
     dtype: str | None = None,
     repeats: int = 5,
+    tries: int = 2,
 ) -> Roofline:
-    """This machine's roof, measured: a copy for the bandwidth, a matmul for the FLOP/s.
+    """This machine's roof, measured: copies for the bandwidth, matmuls for the FLOP/s.
 
-    The bandwidth is that of :func:`gpukit.measure.copy_bandwidth` within the device, counting
-    the bytes read *and* written (twice the buffer); ``copy_bytes`` should exceed the caches.
-    The FLOP/s are :func:`gpukit.measure.matmul_throughput` of ``matmul_n`` x ``matmul_n``
-    matrices in ``dtype`` (``None``: ``'bf16'`` on a GPU, whose tensor cores set its peak,
-    ``'fp32'`` on the CPU). Both are what PyTorch reaches, at or below the data-sheet peaks.
+    The bandwidth is the best of ``tries`` runs of :func:`gpukit.measure.copy_bandwidth`
+    within the device, counting the bytes read *and* written (twice the buffer); ``copy_bytes``
+    should exceed the caches. The FLOP/s are the best of :func:`gpukit.measure.matmul_throughput`
+    over ``matmul_sizes`` (each tried ``tries`` times) in ``dtype`` (``None``: ``'bf16'`` on a
+    GPU, whose tensor cores set its peak, ``'fp32'`` on the CPU). A peak is the best a machine
+    can do, so the best run counts: a run slowed by another program must not lower the roof.
+    Both stay at or below the data-sheet peaks.
 
     Example:
-        >>> roof = measured_roofline("cpu", copy_bytes=2**20, matmul_n=64, repeats=2)
+        >>> roof = measured_roofline("cpu", copy_bytes=2**20, matmul_sizes=[64], repeats=2)
         >>> roof.name
         'cpu fp32 (measured)'
         >>> roof.ridge_point > 0
@@ -150,14 +153,29 @@ def measured_roofline(
     """
     dev = _device_or_gpu(device)
     check_int(copy_bytes, "copy_bytes")
-    check_int(matmul_n, "matmul_n")
+    if isinstance(matmul_sizes, str | int) or not isinstance(matmul_sizes, Sequence):
+        raise TypeError(f"matmul_sizes must be a sequence of ints, got {matmul_sizes!r}")
+    if not matmul_sizes:
+        raise ValueError("matmul_sizes must hold at least one size")
+    for i, n in enumerate(matmul_sizes):
+        check_int(n, f"matmul_sizes[{i}]")
     check_int(repeats, "repeats")
+    check_int(tries, "tries")
     if dtype is None:
         dtype = "bf16" if dev.type == "cuda" else "fp32"
-    copy = copy_bandwidth(copy_bytes, dev, direction="within_device", repeats=repeats)
-    product = matmul_throughput(matmul_n, dev, dtype=dtype, repeats=repeats)
-    scale = 1e12 if product.unit == "TFLOP/s" else 1e9
-    return Roofline(f"{dev.type} {dtype} (measured)", 2 * copy.value * 1e9, product.value * scale)
+    copies = [
+        copy_bandwidth(copy_bytes, dev, direction="within_device", repeats=repeats)
+        for _ in range(tries)
+    ]
+    products = [
+        matmul_throughput(n, dev, dtype=dtype, repeats=repeats)
+        for n in matmul_sizes
+        for _ in range(tries)
+    ]
+    scale = {"TFLOP/s": 1e12, "GFLOP/s": 1e9}
+    peak = max(m.value * scale[m.unit] for m in products)
+    bandwidth = 2 * max(m.value for m in copies) * 1e9
+    return Roofline(f"{dev.type} {dtype} (measured)", bandwidth, peak)
 
 
 @dataclass(frozen=True)

@@ -77,8 +77,26 @@ def test_measured_flops_in_tflops_are_scaled(monkeypatch):
     assert measured_roofline("cpu", dtype="fp32").peak_flops == 500.0 * 1e12
 
 
+def test_measured_roof_takes_the_best_run(monkeypatch):
+    rates = iter([40.0, 90.0, 60.0, 70.0])  # GFLOP/s of successive matmul runs
+    gbps = iter([3.0, 5.0, 4.0])
+    monkeypatch.setattr(
+        roofline,
+        "matmul_throughput",
+        lambda *a, **k: Measurement("cpu", "matmul", 1, 1.0, next(rates), "GFLOP/s"),
+    )
+    monkeypatch.setattr(
+        roofline,
+        "copy_bandwidth",
+        lambda *a, **k: Measurement("cpu", "copy", 1, 1.0, next(gbps), "GB/s"),
+    )
+    roof = measured_roofline("cpu", matmul_sizes=(64, 128), tries=2)
+    assert roof.peak_flops == 90.0 * 1e9
+    assert roof.bandwidth == 2 * 5.0 * 1e9
+
+
 def test_measured_roofline_on_this_cpu():
-    roof = measured_roofline("cpu", copy_bytes=2**20, matmul_n=64, repeats=2)
+    roof = measured_roofline("cpu", copy_bytes=2**20, matmul_sizes=[64], repeats=2)
     assert roof.bandwidth > 0 and roof.peak_flops > 0
 
 
