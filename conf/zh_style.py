@@ -25,7 +25,11 @@ EMPHASIS = r"\**"
 ATOM = re.compile(r"\{[\w:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$[^$\n]+\$|\]\([^)\s]*\)")
 # A Chinese character and a Latin one, with emphasis markers (*, **) between them or not.
 MIXED = re.compile(f"(?<={CJK})(\\**)(?={LATIN})|(?<={LATIN})(\\**)(?={CJK})")
-SPACE_BY_PUNCTUATION = [re.compile(f"(?<=\\S) +({FULL_WIDTH})"), re.compile(f"({FULL_WIDTH}) +")]
+# (A space between full-width punctuation and a table's | is the table's, not the sentence's.)
+SPACE_BY_PUNCTUATION = [
+    re.compile(f"(?<=[^\\s|]) +({FULL_WIDTH})"),
+    re.compile(f"({FULL_WIDTH}) +(?!\\|)"),
+]
 # Variants the glossary rules out, and what to write instead.
 VARIANTS = {
     r"主机内存": "内存",
@@ -49,6 +53,7 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
     """(line number, line) of everything that is prose: no front matter, code blocks, labels."""
     lines = text.splitlines()
     found, start, code_fence = [], 0, None
+    directives = []  # open fences of directives such as ```{toctree}: their bare closing fence
     if lines[:1] == ["---"]:
         start = lines.index("---", 1) + 1
     for number, line in enumerate(lines[start:], start + 1):
@@ -59,9 +64,15 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
             continue
         if fence:
             info = fence.group(2).strip()
+            if not info and directives and fence.group(1) == directives[-1]:
+                directives.pop()  # the end of a directive, not the start of a code block
+                continue
             if fence.group(1)[0] in "`~" and CODE_INFO.match(info):
                 code_fence = fence.group(1)
-            elif title := re.sub(r"^\{[\w-]+\}\s*", "", info):
+                continue
+            if fence.group(1)[0] in "`~":
+                directives.append(fence.group(1))
+            if title := re.sub(r"^\{[\w-]+\}\s*", "", info):
                 found.append((number, title))  # a directive's title is prose
             continue
         if not re.match(r"^\s*\(\S+\)=\s*$|^\s*:(name|label|width|class|tags|align):", line):
