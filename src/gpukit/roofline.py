@@ -15,7 +15,7 @@ NVIDIA's data sheets; :func:`measure_point` places a timed operation under a roo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -252,14 +252,15 @@ def plot_roofline(
     roofs: Sequence[Roofline],
     points: Sequence[OpPoint] = (),
     *,
-    intensities: Sequence[float] = (),
+    marks: Mapping[str, float] | None = None,
     figsize: tuple[float, float] = (6.5, 4.0),
 ) -> Figure:
     """Draw ``roofs`` (log-log: FLOP/s against FLOP/byte) and measured ``points`` on them.
 
-    Each point is labelled with its name; each roof's ridge point is marked. ``intensities``
-    adds dotted vertical lines (e.g. the intensities of the points, to read them on other
-    roofs). Returns a matplotlib figure; :func:`gpukit.plotting.figure_to_svg` renders it.
+    Each point is labelled with its name; each roof's ridge point is marked. ``marks`` maps
+    names to intensities, drawn as labelled dotted vertical lines: operations read off roofs
+    they were not measured on. Returns a matplotlib figure, which
+    :func:`gpukit.plotting.figure_to_svg` renders.
 
     Example:
         >>> roof = Roofline("toy", bandwidth=1e11, peak_flops=1e12)
@@ -272,8 +273,10 @@ def plot_roofline(
         raise TypeError("roofs must be a non-empty sequence of Roofline")
     if not all(isinstance(p, OpPoint) for p in points):
         raise TypeError("points must be a sequence of OpPoint")
-    marks = [check_number(i, f"intensities[{n}]") for n, i in enumerate(intensities)]
-    xs = [p.intensity for p in points] + marks + [r.ridge_point for r in roofs]
+    if marks is not None and not isinstance(marks, Mapping):
+        raise TypeError(f"marks must be a mapping of names to intensities, got {marks!r}")
+    marks = {name: check_number(x, f"marks[{name!r}]") for name, x in (marks or {}).items()}
+    xs = [p.intensity for p in points] + list(marks.values()) + [r.ridge_point for r in roofs]
     lo = 10 ** math.floor(math.log10(min(xs)) - 0.5)
     hi = 10 ** math.ceil(math.log10(max(xs)) + 0.5)
     fig = Figure(figsize=figsize, facecolor="white")
@@ -282,8 +285,18 @@ def plot_roofline(
     for roof in roofs:
         (line,) = ax.plot(grid, [roof.attainable(x) for x in grid], label=roof.name)
         ax.plot([roof.ridge_point], [roof.peak_flops], "o", color=line.get_color(), ms=4)
-    for x in marks:
+    for name, x in marks.items():
         ax.axvline(x, color="0.6", linestyle=":", linewidth=1)
+        ax.annotate(
+            name,
+            (x, 0.02),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            xytext=(2, 0),
+            textcoords="offset points",
+            fontsize=7,
+            color="0.35",
+        )
     for p in points:
         ax.plot([p.intensity], [p.flops_per_second], "k^", ms=5)
         ax.annotate(

@@ -55,6 +55,9 @@ def noop() -> None:
     return None
 
 
+ROOFS = [gpukit.Roofline("toy", bandwidth=1e9, peak_flops=1e12)]
+
+
 def X4() -> torch.Tensor:  # named like the argument it is passed as
     return torch.zeros(4, 2)
 
@@ -118,6 +121,8 @@ CASES = [
     ("mfu", (1e12, 1.0, None), {}, TypeError, "peak_flops"),
     ("plot_roofline", ([],), {}, TypeError, "roofs"),
     ("plot_roofline", (["H200"],), {}, TypeError, "roofs"),
+    ("plot_roofline", (ROOFS,), {"marks": [0.1]}, TypeError, "marks"),
+    ("plot_roofline", (ROOFS,), {"marks": {"add": -1.0}}, ValueError, "marks['add']"),
     ("figure_to_svg", ("figure",), {}, TypeError, "fig"),
     ("matmul_throughput", ("64",), {}, TypeError, "n"),
     ("matmul_throughput", (0,), {}, ValueError, "n"),

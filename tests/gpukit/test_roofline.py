@@ -121,13 +121,18 @@ def test_mfu_is_achieved_over_peak():
 def test_plot_names_roofs_and_points_and_is_reproducible():
     roofs = [datasheet_roofline("H200 SXM"), Roofline("this cpu", 2e10, 1e11)]
     points = [OpPoint("softmax", 5e6, 8e6, 1e-3), OpPoint("matmul 512", 2.7e8, 3.1e6, 1e-2)]
-    fig = plot_roofline(roofs, points, intensities=[p.intensity for p in points])
+    fig = plot_roofline(roofs, points, marks={"add (marked)": 1 / 12})
     svg = figure_to_svg(fig)
-    for text in ("H200 SXM bf16", "this cpu", "softmax", "matmul 512", "(FLOP/byte)"):
+    for text in (
+        "H200 SXM bf16",
+        "this cpu",
+        "softmax",
+        "matmul 512",
+        "add (marked)",
+        "(FLOP/byte)",
+    ):
         assert f"{text}</text>" in svg
-    assert svg == figure_to_svg(
-        plot_roofline(roofs, points, intensities=[p.intensity for p in points])
-    )
+    assert svg == figure_to_svg(plot_roofline(roofs, points, marks={"add (marked)": 1 / 12}))
 
 
 def test_plot_x_range_covers_points_and_ridges():
