@@ -36,6 +36,7 @@ NOT_CALLED_BY_PAGES = {
     "EpochStats",
     "Measurement",
     "MemoryUse",
+    "OpPoint",
     "Profile",
     "TrainResult",
     "Workload",
@@ -52,6 +53,9 @@ def batches() -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 def noop() -> None:
     return None
+
+
+ROOFS = [gpukit.Roofline("toy", bandwidth=1e9, peak_flops=1e12)]
 
 
 def X4() -> torch.Tensor:  # named like the argument it is passed as
@@ -96,6 +100,30 @@ CASES = [
     ("launch_latency", (), {"repeats": "many"}, TypeError, "repeats"),
     ("launch_latency", (), {"synchronize_each": 1}, TypeError, "synchronize_each"),
     ("matmul_dtypes", (3,), {}, TypeError, "device"),
+    # roofline
+    ("arithmetic_intensity", ("1",), {"nbytes": 4}, TypeError, "flops"),
+    ("arithmetic_intensity", (1.0, 0), {}, ValueError, "nbytes"),
+    ("matmul_cost", (4, 4, 0), {}, ValueError, "k"),
+    ("matmul_cost", (4, 4, 4), {"element_size": 2.0}, TypeError, "element_size"),
+    ("Roofline", ("gpu", 0, 1e12), {}, ValueError, "bandwidth"),
+    ("Roofline", ("gpu", 1e12, "fast"), {}, TypeError, "peak_flops"),
+    ("Roofline", (3, 1e12, 1e12), {}, TypeError, "name"),
+    ("datasheet_roofline", ("A100",), {}, ValueError, "model"),
+    ("datasheet_roofline", ("H200 SXM", "fp8"), {}, ValueError, "dtype"),
+    ("measured_roofline", ("cpu",), {"copy_bytes": 0}, ValueError, "copy_bytes"),
+    ("measured_roofline", ("cpu",), {"matmul_sizes": 64}, TypeError, "matmul_sizes"),
+    ("measured_roofline", ("cpu",), {"matmul_sizes": [64, 0]}, ValueError, "matmul_sizes[1]"),
+    ("measured_roofline", ("cpu",), {"tries": 0}, ValueError, "tries"),
+    ("measure_point", ("x", noop), {"flops": -1.0, "nbytes": 8}, ValueError, "flops"),
+    ("measure_point", ("x", "op"), {"flops": 1.0, "nbytes": 8}, TypeError, "op"),
+    ("measure_point", (1, noop), {"flops": 1.0, "nbytes": 8}, TypeError, "name"),
+    ("mfu", (1e12, 0.0, 1e15), {}, ValueError, "seconds"),
+    ("mfu", (1e12, 1.0, None), {}, TypeError, "peak_flops"),
+    ("plot_roofline", ([],), {}, TypeError, "roofs"),
+    ("plot_roofline", (["H200"],), {}, TypeError, "roofs"),
+    ("plot_roofline", (ROOFS,), {"marks": [0.1]}, TypeError, "marks"),
+    ("plot_roofline", (ROOFS,), {"marks": {"add": -1.0}}, ValueError, "marks['add']"),
+    ("figure_to_svg", ("figure",), {}, TypeError, "fig"),
     ("matmul_throughput", ("64",), {}, TypeError, "n"),
     ("matmul_throughput", (0,), {}, ValueError, "n"),
     ("matmul_throughput", (64,), {"dtype": "fp7"}, ValueError, "dtype"),
