@@ -137,7 +137,9 @@ class GPT(nn.Module):
         for i, blk in enumerate(self.blks):
             X, kv = blk(X, cache[i] if filled else None)
             if cache is not None:
-                cache[i : i + 1] = [kv]  # replaces block i's entry, or appends it
+                # Contiguous copies: after the prompt, k and v are views of the whole q-k-v
+                # product, which the cache would otherwise keep alive, queries included.
+                cache[i : i + 1] = [(kv[0].contiguous(), kv[1].contiguous())]
         return self.head(self.norm(X))
 
 
