@@ -21,6 +21,7 @@ import sysconfig
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from gpukit._checks import check_int, check_number, check_type
 
@@ -65,7 +66,14 @@ class _Block(nn.Module):
         )
         if past is not None:  # generation: the new token attends to every cached one
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-        Y = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
+        if q.device.type == "cpu" and q.dtype == torch.bfloat16 and torch.is_grad_enabled():
+            # The CPU flash kernel's bf16 backward (torch 2.13) fails where the CPU kernels are
+            # restricted below AVX-512 ("pack_vnni2 is only supported when avx512 is
+            # supported"); the math kernel computes the same on every CPU.
+            with sdpa_kernel(SDPBackend.MATH):
+                Y = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
+        else:
+            Y = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
         X = X + self.proj(Y.transpose(1, 2).reshape(batch, tokens, hiddens))
         return X + self.mlp(self.norm2(X)), (k, v)
 

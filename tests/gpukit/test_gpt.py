@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -103,3 +107,19 @@ def test_the_loss_falls_on_python_source():
         losses.append(loss.item())
     assert losses[0] > 5
     assert sum(losses[-10:]) / 10 < 3.5
+
+
+def test_a_bf16_training_step_runs_on_avx2_cpu_kernels():
+    # With the CPU kernels restricted to AVX2, the flash kernel's bf16 backward raises; the
+    # model must train in bf16 autocast on such a CPU all the same (a fresh process: the
+    # setting is read when torch starts).
+    code = (
+        "import torch, torch.nn.functional as F; from gpukit.gpt import GPT\n"
+        "net = GPT(num_hiddens=64, num_heads=4, num_blks=1, max_len=64)\n"
+        "X = torch.randint(256, (4, 64))\n"
+        "with torch.autocast('cpu', dtype=torch.bfloat16):\n"
+        "    loss = F.cross_entropy(net(X).flatten(0, 1), X.flatten())\n"
+        "loss.backward()\n"
+    )
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2"}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
