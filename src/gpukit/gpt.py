@@ -223,14 +223,22 @@ def decode_bytes(tokens: torch.Tensor) -> str:
 
 @torch.no_grad()
 def generate(
-    net: GPT, prompt: torch.Tensor, num_tokens: int, *, use_cache: bool = True
+    net: GPT,
+    prompt: torch.Tensor,
+    num_tokens: int,
+    *,
+    use_cache: bool = True,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Continue ``prompt`` (``(batch, steps)`` ids) by ``num_tokens`` greedy tokens.
+    """Continue ``prompt`` (``(batch, steps)`` ids) by ``num_tokens`` tokens.
 
     With ``use_cache`` the prompt is read once and every later step feeds only the newest
     token, attending to the keys and values cached so far. Without it, every step runs the
-    whole sequence again, recomputing every past key and value. Both choose the most likely
-    token (greedy), so they agree up to rounding. Returns prompt and continuation.
+    whole sequence again, recomputing every past key and value. With ``temperature`` 0 (the
+    default) each step takes the most likely token (greedy), so the two agree up to rounding;
+    above 0 it draws the token from ``softmax(logits / temperature)`` with ``generator``,
+    which repeats itself less. Returns prompt and continuation.
 
     Example:
         >>> net = GPT(num_hiddens=32, num_heads=4, num_blks=2, max_len=16).eval()
@@ -242,6 +250,7 @@ def generate(
     check_type(net, "net", GPT, "a gpukit GPT")
     check_type(prompt, "prompt", torch.Tensor, "a (batch, steps) tensor of token ids")
     check_int(num_tokens, "num_tokens")
+    check_number(temperature, "temperature", zero=True)
     if prompt.dim() != 2 or prompt.shape[1] + num_tokens > net.max_len:
         raise ValueError(
             f"prompt must be (batch, steps) with steps + num_tokens <= max_len={net.max_len}"
@@ -249,7 +258,12 @@ def generate(
     out, cache = prompt, ([] if use_cache else None)
     logits = net(prompt, cache)
     for i in range(num_tokens):
-        out = torch.cat([out, logits[:, -1:].argmax(dim=-1)], dim=1)
+        if temperature == 0:
+            token = logits[:, -1].argmax(dim=-1, keepdim=True)
+        else:
+            probs = torch.softmax(logits[:, -1].float() / temperature, dim=-1)
+            token = torch.multinomial(probs, 1, generator=generator)
+        out = torch.cat([out, token], dim=1)
         if i + 1 < num_tokens:
             logits = net(out[:, -1:], cache) if use_cache else net(out)
     return out

@@ -55,6 +55,20 @@ def test_generation_with_and_without_the_cache_agrees():
     assert torch.equal(out, generate(net, prompt, 10, use_cache=False))
 
 
+def test_sampling_follows_the_generator():
+    net = tiny().eval()
+    prompt = torch.randint(256, (1, 4))
+
+    def sample(seed: int) -> torch.Tensor:
+        generator = torch.Generator().manual_seed(seed)
+        return generate(net, prompt, 12, temperature=1.0, generator=generator)
+
+    assert torch.equal(sample(0), sample(0))
+    assert not torch.equal(sample(0), sample(1))  # an untrained model: nearly uniform choices
+    with pytest.raises(ValueError, match="temperature"):
+        generate(net, prompt, 2, temperature=-1.0)
+
+
 def test_too_long_is_refused():
     net = tiny(max_len=8)
     with pytest.raises(ValueError, match="max_len"):
