@@ -25,7 +25,11 @@ EMPHASIS = r"\**"
 ATOM = re.compile(r"\{[\w:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$[^$\n]+\$|\]\([^)\s]*\)")
 # A Chinese character and a Latin one, with emphasis markers (*, **) between them or not.
 MIXED = re.compile(f"(?<={CJK})(\\**)(?={LATIN})|(?<={LATIN})(\\**)(?={CJK})")
-SPACE_BY_PUNCTUATION = [re.compile(f"(?<=\\S) +({FULL_WIDTH})"), re.compile(f"({FULL_WIDTH}) +")]
+# A table's cell separator keeps its spaces: "| 内存（DRAM） |".
+SPACE_BY_PUNCTUATION = [
+    re.compile(f"(?<=[^\\s|]) +({FULL_WIDTH})"),
+    re.compile(f"({FULL_WIDTH}) +(?!\\|)"),
+]
 # Variants the glossary rules out, and what to write instead.
 VARIANTS = {
     r"主机内存": "内存",
@@ -49,6 +53,7 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
     """(line number, line) of everything that is prose: no front matter, code blocks, labels."""
     lines = text.splitlines()
     found, start, code_fence = [], 0, None
+    directives = []  # the fences of the prose directives open here ({toctree}, {figure}, ...)
     if lines[:1] == ["---"]:
         start = lines.index("---", 1) + 1
     for number, line in enumerate(lines[start:], start + 1):
@@ -59,10 +64,14 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
             continue
         if fence:
             info = fence.group(2).strip()
-            if fence.group(1)[0] in "`~" and CODE_INFO.match(info):
+            if not info and directives and fence.group(1) == directives[-1]:
+                directives.pop()  # a directive's closing fence, not the opening of a code block
+            elif fence.group(1)[0] in "`~" and CODE_INFO.match(info):
                 code_fence = fence.group(1)
-            elif title := re.sub(r"^\{[\w-]+\}\s*", "", info):
-                found.append((number, title))  # a directive's title is prose
+            else:
+                directives.append(fence.group(1))
+                if title := re.sub(r"^\{[\w-]+\}\s*", "", info):
+                    found.append((number, title))  # a directive's title is prose
             continue
         if not re.match(r"^\s*\(\S+\)=\s*$|^\s*:(name|label|width|class|tags|align):", line):
             found.append((number, line))

@@ -63,3 +63,20 @@ def test_a_chinese_figure_needs_a_chinese_font_and_chinese_labels(docs: Path, ca
     assert zh_style.main(["--docs", str(docs)]) == 1
     out = capsys.readouterr().out
     assert "names no Chinese font" in out and "English label '参数服务器 push'" in out
+
+
+def test_prose_after_a_directive_is_read(docs: Path, capsys) -> None:
+    # A directive's closing fence (```) once read as the opening of a code block, so the prose
+    # after an odd number of directives went unchecked.
+    page = docs / "zh" / "index.md"
+    directive = "\n```{toctree}\n:hidden:\n\napi\n```\n"
+    page.write_text(page.read_text("utf-8") + directive * 3 + "\n数据在GPU上。\n", "utf-8")
+    assert zh_style.main(["--docs", str(docs)]) == 1
+    assert "spacing between Chinese and Latin" in capsys.readouterr().out
+
+
+def test_a_table_cell_keeps_its_spaces(docs: Path, capsys) -> None:
+    page = docs / "zh" / "index.md"
+    table = "\n| 部件 | 带宽 |\n| --- | --- |\n| （注）内存（DRAM） | 约 100 GB/s |\n"
+    page.write_text(page.read_text("utf-8") + table, "utf-8")
+    assert zh_style.main(["--docs", str(docs)]) == 0, capsys.readouterr().out
