@@ -63,6 +63,7 @@ class _Block(nn.Module):
             self.qkv(self.norm1(X))
             .view(batch, tokens, 3, self.num_heads, hiddens // self.num_heads)
             .permute(2, 0, 3, 1, 4)
+            .unbind(0)
         )
         if past is not None:  # generation: the new token attends to every cached one
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
