@@ -128,15 +128,6 @@ def test_a_chinese_figure_needs_a_chinese_font_and_chinese_labels(docs: Path, ca
     assert "names no Chinese font" in out and "English label '参数服务器 push'" in out
 
 
-def test_prose_after_directives_is_checked(docs: Path, capsys) -> None:
-    """The bare closing fence of a directive (```{toctree} ... ```) opens no code block."""
-    page = docs / "zh" / "index.md"
-    toctree = "\n```{toctree}\n:hidden:\n\napi\n```\n"
-    page.write_text(page.read_text("utf-8") + toctree * 3 + "\n数据在GPU上。\n", "utf-8")
-    assert zh_style.main(["--docs", str(docs)]) == 1
-    assert "spacing between Chinese and Latin" in capsys.readouterr().out
-
-
 def test_table_pipes_may_be_spaced(docs: Path, capsys) -> None:
     page = docs / "zh" / "index.md"
     table = "\n| 部件 | 带宽 |\n| --- | --- |\n| 显存（HBM） | 3.35 TB/s |\n"

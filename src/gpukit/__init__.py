@@ -7,9 +7,11 @@ runs D2L code for the GPU chapter. Every public name of the topic modules is exp
 import importlib
 import pkgutil
 
+from gpukit.attention import *
 from gpukit.data import *
 from gpukit.devices import *
 from gpukit.fast import *
+from gpukit.gpt import *
 from gpukit.measure import *
 from gpukit.memory import *
 from gpukit.metrics import *

@@ -263,6 +263,61 @@ CASES = [
     ),
     ("train_fast", (tiny_net, batches, batches, 1, 0.1), {"compile": 1}, TypeError, "compile"),
     ("train_fast", (tiny_net, batches, batches, 1, 0.1), {"device": 3}, TypeError, "device"),
+    # attention
+    (
+        "attention",
+        ([[1.0]], lambda: torch.ones(1, 1), lambda: torch.ones(1, 1)),
+        {},
+        TypeError,
+        "queries",
+    ),
+    (
+        "attention",
+        (lambda: torch.ones(2, 3), lambda: torch.ones(2, 4), lambda: torch.ones(2, 4)),
+        {},
+        ValueError,
+        "queries",
+    ),
+    (
+        "attention",
+        (lambda: torch.ones(2, 3), lambda: torch.ones(2, 3), lambda: torch.ones(2, 3)),
+        {"mask": lambda: torch.ones(2, 2)},
+        TypeError,
+        "mask",
+    ),
+    ("kv_cache_bytes", (0, 1, 1), {}, ValueError, "num_layers"),
+    ("kv_cache_bytes", (1, 1, 1), {"dtype": "bf16"}, TypeError, "dtype"),
+    # gpt
+    ("GPT", ("256",), {}, TypeError, "vocab_size"),
+    ("GPT", (), {"num_hiddens": 30, "num_heads": 4}, ValueError, "num_hiddens"),
+    ("generate", ("net", lambda: torch.zeros(1, 2, dtype=torch.long), 3), {}, TypeError, "net"),
+    (
+        "generate",
+        (
+            lambda: gpukit.GPT(num_hiddens=8, num_heads=2, num_blks=1, max_len=8),
+            lambda: torch.zeros(1, 4, dtype=torch.long),
+            5,
+        ),
+        {},
+        ValueError,
+        "prompt",
+    ),
+    (
+        "generate",
+        (
+            lambda: gpukit.GPT(num_hiddens=8, num_heads=2, num_blks=1, max_len=8),
+            lambda: torch.zeros(1, 2, dtype=torch.long),
+            2,
+        ),
+        {"temperature": -1.0},
+        ValueError,
+        "temperature",
+    ),
+    ("decode_bytes", (b"hi",), {}, TypeError, "tokens"),
+    ("load_python_source", (0,), {}, ValueError, "max_bytes"),
+    ("text_batch", (lambda: torch.arange(10), 2, 10), {}, ValueError, "data"),
+    ("text_batch", (lambda: torch.arange(10), "2", 3), {}, TypeError, "batch_size"),
+    ("gpt_flops_per_token", (tiny_net, 16), {}, TypeError, "net"),
 ]
 
 
