@@ -99,10 +99,9 @@ def test_auto_precision_names_a_precision():
 def _has_symbolic_shapes(gm: torch.fx.GraphModule) -> bool:
     """Whether a graph Dynamo hands to a backend takes a symbolic size (a dynamic shape)."""
     for node in gm.graph.find_nodes(op="placeholder"):
-        value = node.meta.get("example_value")
-        if isinstance(value, torch.SymInt):
-            return True
-        if isinstance(value, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in value.shape):
+        value = node.meta.get("example_value")  # a size, or a tensor with its sizes
+        sizes = value.shape if isinstance(value, torch.Tensor) else [value]
+        if any(isinstance(size, torch.SymInt) for size in sizes):
             return True
     return False
 
