@@ -156,8 +156,9 @@ def train_fast(
         precision: ``"fp32"``, ``"bf16"``, ``"fp16"`` (with a gradient scaler) or
             ``"auto"`` (:func:`auto_precision`): ``torch.autocast`` for forward and loss.
         compile: ``torch.compile`` the model before the first epoch (timed apart, in
-            ``compile_seconds``): ``True``, a mode such as ``"reduce-overhead"`` (CUDA
-            graphs), ``False``, or ``None``: on a GPU only.
+            ``compile_seconds``), with static shapes (``dynamic=False``): ``True``, a mode
+            such as ``"reduce-overhead"`` (CUDA graphs of the compiled forward and backward
+            passes), ``False``, or ``None``: on a GPU only.
 
     Example:
         >>> from gpukit.models import lenet
