@@ -129,3 +129,23 @@ def test_a_new_batch_size_compiles_a_static_graph(monkeypatch):
         torch._dynamo.reset()
     assert len(graphs) >= 2
     assert not any(graphs), f"dynamic-shape graphs: {graphs}"
+
+
+def test_the_code_the_page_prints_is_the_code_that_trains(monkeypatch):
+    # The fast-training page prints these three with inspect as "train_fast's code": a
+    # refactoring that stops using one of them must fail here, not leave the page stale.
+    from gpukit import fast, training
+
+    calls = []
+
+    def counting(name, real):
+        def counted(*args, **kwargs):
+            calls.append(name)
+            return real(*args, **kwargs)
+
+        return counted
+
+    for module, name in ((fast, "_OnDevice"), (fast, "_prepare"), (training, "_step")):
+        monkeypatch.setattr(module, name, counting(name, getattr(module, name)))
+    _run(lenet(), compile=False)
+    assert set(calls) == {"_OnDevice", "_prepare", "_step"}
