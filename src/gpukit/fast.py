@@ -55,13 +55,15 @@ def _read_once(batches: Batches, limit: int | None = None) -> list[tuple[torch.T
 
 
 class _OnDevice:
-    """The examples of ``batches`` in one tensor on ``device`` (``uint8`` if lossless), read
-    as shuffled minibatches of ``batch_size`` by index; the rest of an epoch is left out, so
-    a compiled model sees one shape only."""
+    """The examples of ``batches`` in one tensor on ``device``, read as shuffled minibatches
+    of ``batch_size`` by index. An epoch's last, partial minibatch is left out, so that a
+    compiled model sees one shape only."""
 
     def __init__(self, batches: Batches, batch_size: int, device: torch.device, seed: int):
         pairs = _read_once(batches)
         X, y = torch.cat([X for X, _ in pairs]), torch.cat([y for _, y in pairs])
+        # Fashion-MNIST's pixels are multiples of 1/255: as uint8 they take a quarter of the
+        # memory and of the copy, and nothing is lost
         as_bytes = (X * 255).round()
         self.scale = 255.0 if torch.equal(as_bytes / 255, X) else 1.0
         self.X = (as_bytes.to(torch.uint8) if self.scale == 255 else X).to(device)
@@ -75,7 +77,24 @@ class _OnDevice:
         order = torch.randperm(len(self.y), generator=self.generator).to(self.y.device)
         for i in range(len(self)):
             idx = order[i * self.batch_size : (i + 1) * self.batch_size]
+            # one gather on the device per minibatch, instead of Python stacking images
             yield self.X[idx].float() / self.scale, self.y[idx]
+
+
+def _prepare(
+    net: nn.Module, device: torch.device, channels_last: bool, compile: bool | str
+) -> nn.Module:
+    """The model the recipe trains: ``net`` on ``device``, channels-last, maybe compiled."""
+    # Channels-last (NHWC) weights: each convolution then hands NHWC activations on
+    layout = torch.channels_last if channels_last else torch.preserve_format
+    net.to(device, memory_format=layout)
+    if compile is False:
+        return net
+    # dynamic=False: every batch size gets a graph of its own. Otherwise Dynamo, seeing the
+    # same forward() again at a new batch size (say, the next net of the same class), would
+    # make the batch dimension symbolic and compile a dynamic-shape graph, which can be slower.
+    mode = None if compile is True else compile  # e.g. "reduce-overhead": CUDA graphs
+    return torch.compile(net, mode=mode, dynamic=False)
 
 
 def _warm_up(
@@ -137,8 +156,9 @@ def train_fast(
         precision: ``"fp32"``, ``"bf16"``, ``"fp16"`` (with a gradient scaler) or
             ``"auto"`` (:func:`auto_precision`): ``torch.autocast`` for forward and loss.
         compile: ``torch.compile`` the model before the first epoch (timed apart, in
-            ``compile_seconds``): ``True``, a mode such as ``"reduce-overhead"`` (CUDA
-            graphs), ``False``, or ``None``: on a GPU only.
+            ``compile_seconds``), with static shapes (``dynamic=False``): ``True``, a mode
+            such as ``"reduce-overhead"`` (CUDA graphs of the compiled forward and backward
+            passes), ``False``, or ``None``: on a GPU only.
 
     Example:
         >>> from gpukit.models import lenet
@@ -163,16 +183,17 @@ def train_fast(
         raise TypeError(f"compile must be None, a bool or a mode name, got {compile!r}")
     device = _device_or_gpu(device)
     precision = auto_precision(device) if precision == "auto" else precision
+    if compile is None:
+        compile = device.type == "cuda"
     _init(net, init, seed)
-    net.to(device, memory_format=torch.channels_last if channels_last else torch.preserve_format)
+    model = _prepare(net, device, channels_last, compile)
     batches: Batches = train_iter
     if on_device:
         batches = _OnDevice(train_iter, batch_size or _batch_size(train_iter), device, seed)
     test = [(X.to(device), y.to(device)) for X, y in _read_once(test_iter)]
     notes = ["data on the device"] * on_device + ["channels-last"] * channels_last + [precision]
-    model, compile_seconds = net, 0.0
-    if compile or (compile is None and device.type == "cuda"):
-        model = torch.compile(net, mode=None if compile in (None, True) else compile)
+    compile_seconds = 0.0
+    if compile is not False:
         X, y = _read_once(batches, 1)[0]
         compile_seconds = _warm_up(model, net, X.to(device), y.to(device), _DTYPES[precision])
         notes.append(f"compiled in {format_seconds(compile_seconds)}")

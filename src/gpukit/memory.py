@@ -139,6 +139,11 @@ def measure_memory(fn: Callable[[], Any], device: str | torch.device = "cpu") ->
     the same two numbers. Memory allocated before the call (parameters, optimizer state) is not
     counted, only what the call adds on top of it.
 
+    Call ``fn`` once before measuring it: on a GPU the first call of a kind also allocates
+    what then stays for the whole process, through the same allocator (the first matrix
+    product of a thread allocates cuBLAS's workspace, 32 MiB on a Hopper GPU), and that
+    would count as held by the call that happened to come first.
+
     Args:
         fn: a function without arguments, e.g. one training step.
         device: the CPU or a CUDA device.

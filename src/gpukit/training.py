@@ -211,6 +211,32 @@ def _init(net: nn.Module, init: str | None, seed: int) -> None:
 # --------------------------------------------------------------------------- one process
 
 
+def _step(
+    model: nn.Module,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    dtype: torch.dtype | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimizer step on the minibatch ``(X, y)``; returns the predictions and the loss.
+
+    Under ``torch.autocast`` the forward pass and the loss run their convolutions and matrix
+    products in ``dtype`` (``None``: fp32); weights, gradients and the update stay fp32. For
+    float16 the scaler multiplies the loss before ``backward``, so that small gradients do
+    not round to zero, and divides the gradients by the same factor before the update; when
+    it is disabled (fp32, bf16) it passes everything on unchanged.
+    """
+    optimizer.zero_grad()
+    with torch.autocast(X.device.type, dtype, enabled=dtype is not None):
+        y_hat = model(X)
+        loss = nn.functional.cross_entropy(y_hat, y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)  # skips the update if a gradient overflowed to inf or NaN
+    scaler.update()  # after an overflow, a smaller factor for the next steps
+    return y_hat, loss
+
+
 def _train_epochs(
     model: nn.Module,
     train_iter: Batches,
@@ -249,7 +275,6 @@ def _train_epochs(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: _lr_factor(schedule, step, steps, num_epochs)
     )
-    loss = nn.CrossEntropyLoss()
     animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND) if plot else None
     history: list[EpochStats] = []
     for epoch in range(num_epochs):
@@ -261,14 +286,8 @@ def _train_epochs(
         timer = Timer()
         for X, y in train_iter:
             X, y = X.to(device), y.to(device)
-            optimizer.zero_grad()
-            with torch.autocast(device.type, autocast, enabled=autocast is not None):
-                y_hat = model(X)
-                batch_loss = loss(y_hat, y)
-            scaler.scale(batch_loss).backward()  # without fp16 the scaler passes the loss on
             step_lr = optimizer.param_groups[0]["lr"]
-            scaler.step(optimizer)
-            scaler.update()
+            y_hat, batch_loss = _step(model, X, y, optimizer, scaler, autocast)
             scheduler.step()
             with torch.no_grad():
                 step_sums = torch.stack((batch_loss * len(y), (y_hat.argmax(dim=1) == y).sum()))

@@ -77,7 +77,7 @@ def test_reduced_precision_trains(precision):
 def test_compile_warms_up_without_changing_the_weights(monkeypatch):
     compiled = []
 
-    def fake_compile(model, mode=None):
+    def fake_compile(model, mode=None, dynamic=None):
         compiled.append(mode)
         return model  # the warm-up and the loop run as they would on a compiled model
 
@@ -94,3 +94,58 @@ def test_auto_precision_names_a_precision():
     assert auto_precision("cpu") in ("bf16", "fp32")
     if torch.cuda.is_available():
         assert auto_precision("cuda:0") in ("bf16", "fp16")
+
+
+def _has_symbolic_shapes(gm: torch.fx.GraphModule) -> bool:
+    """Whether a graph Dynamo hands to a backend takes a symbolic size (a dynamic shape)."""
+    for node in gm.graph.find_nodes(op="placeholder"):
+        value = node.meta.get("example_value")  # a size, or a tensor with its sizes
+        sizes = value.shape if isinstance(value, torch.Tensor) else [value]
+        if any(isinstance(size, torch.SymInt) for size in sizes):
+            return True
+    return False
+
+
+def test_a_new_batch_size_compiles_a_static_graph(monkeypatch):
+    # The page compiles LeNet at one batch size in its table and again, a new net of the same
+    # class, at another in the recipe. Dynamo's automatic dynamic shapes would turn the
+    # second compile into a dynamic-shape graph; train_fast asks for one graph per shape.
+    graphs = []
+    real_compile = torch.compile
+
+    def record(gm, example_inputs):
+        graphs.append(_has_symbolic_shapes(gm))
+        return gm.forward  # run the captured graph as it is
+
+    def compile_recording(model, **options):
+        return real_compile(model, backend=record, **options)
+
+    monkeypatch.setattr(torch, "compile", compile_recording)
+    torch._dynamo.reset()
+    try:
+        _run(lenet(), compile=True, batch_size=16)
+        _run(lenet(), compile=True, batch_size=8)
+    finally:
+        torch._dynamo.reset()
+    assert len(graphs) >= 2
+    assert not any(graphs), f"dynamic-shape graphs: {graphs}"
+
+
+def test_the_code_the_page_prints_is_the_code_that_trains(monkeypatch):
+    # The fast-training page prints these three with inspect as "train_fast's code": a
+    # refactoring that stops using one of them must fail here, not leave the page stale.
+    from gpukit import fast, training
+
+    calls = []
+
+    def counting(name, real):
+        def counted(*args, **kwargs):
+            calls.append(name)
+            return real(*args, **kwargs)
+
+        return counted
+
+    for module, name in ((fast, "_OnDevice"), (fast, "_prepare"), (training, "_step")):
+        monkeypatch.setattr(module, name, counting(name, getattr(module, name)))
+    _run(lenet(), compile=False)
+    assert set(calls) == {"_OnDevice", "_prepare", "_step"}
