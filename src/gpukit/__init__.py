@@ -17,6 +17,7 @@ from gpukit.models import *
 from gpukit.parallel import *
 from gpukit.plotting import *
 from gpukit.profiles import *
+from gpukit.sharding import *
 from gpukit.timing import *
 from gpukit.training import *
 

@@ -137,6 +137,7 @@ class RowTransformer(nn.Module):
             self.head: ClassHead | None = ClassHead(d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores for images ``(B, 1, 28, 28)``; a stage takes and gives what it has."""
         if self.embed is not None:
             x = self.embed(x)
         for block in self.blocks.values():
