@@ -272,17 +272,19 @@ def _profiled(on: bool) -> Any:
 
 
 def _collectives(prof: Any) -> dict[str, list[int]]:
-    """The c10d collectives a profiled step issued: name -> bytes of each call's full tensor."""
-    names = {"c10d::_allgather_base_": "all-gather", "c10d::_reduce_scatter_base_": "reduce-scatter",
-             "c10d::allreduce_": "all-reduce"}  # fmt: skip
+    """The collectives a profiled step issued: kind -> the elements of each call's full tensor.
+
+    FSDP2 calls c10d's all-gather and reduce-scatter (arguments: output, input); DTensor's
+    tensor parallelism calls the functional all-reduce (argument: the tensor).
+    """
+    kinds = {"c10d::_allgather_base_": ("all-gather", 0),
+             "c10d::_reduce_scatter_base_": ("reduce-scatter", 1),
+             "_c10d_functional::all_reduce": ("all-reduce", 0)}  # fmt: skip
     found: dict[str, list[int]] = {}
     for event in prof.events():
-        if event.name in names and event.input_shapes:
-            # all-gather: (output, input); reduce-scatter: (output, input); all-reduce: (tensors)
-            shape = event.input_shapes[0 if event.name != "c10d::_reduce_scatter_base_" else 1]
-            if shape and isinstance(shape[0], list):  # all_reduce takes a list of tensors
-                shape = shape[0]
-            found.setdefault(names[event.name], []).append(math.prod(shape) if shape else 0)
+        if event.name in kinds:
+            kind, which = kinds[event.name]
+            found.setdefault(kind, []).append(math.prod(event.input_shapes[which]))
     return found
 
 
@@ -468,19 +470,23 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
         net.head = None
     net.to(device)
 
-    busy = [0.0]
-
-    def start_clock(module: nn.Module, args: Any) -> None:
-        busy.append(-time.perf_counter())
-
-    def stop_clock(module: nn.Module, args: Any, output: Any) -> None:
-        busy[-1] += time.perf_counter()
-
-    net.register_forward_pre_hook(start_clock)
-    net.register_forward_hook(stop_clock)
-    net.register_full_backward_pre_hook(lambda module, grad_output: start_clock(module, ()))
-    net.register_full_backward_hook(lambda module, grad_in, grad_out: stop_clock(module, (), ()))
     stage = PipelineStage(net, rank, world_size, device)
+    busy = [0.0]  # seconds this stage computed in the current step
+
+    def timed(method: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                busy[0] += time.perf_counter() - start
+
+        return run
+
+    # A microbatch's forward and backward pass on this stage: the computing, without the
+    # schedule's waiting for activations and gradients from the neighbouring stages.
+    stage.forward_one_chunk = timed(stage.forward_one_chunk)  # type: ignore[method-assign]
+    stage.backward_one_chunk = timed(stage.backward_one_chunk)  # type: ignore[method-assign]
 
     def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(output, target)
@@ -491,7 +497,7 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
     losses, step_seconds, busy_seconds = [], [], []
     for X, y in config["batches"]:
         optimizer.zero_grad()
-        busy[:] = [0.0]
+        busy[0] = 0.0
         dist.barrier()  # start together: the first stage's clock must not include a wait
         start = time.perf_counter()
         if rank == 0:
@@ -503,7 +509,7 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
         else:
             schedule.step()
         step_seconds.append(time.perf_counter() - start)
-        busy_seconds.append(sum(busy))
+        busy_seconds.append(busy[0])
         optimizer.step()
     return {
         "state": {name: p.detach().cpu() for name, p in net.named_parameters()},
