@@ -14,6 +14,7 @@ from gpukit.measure import *
 from gpukit.memory import *
 from gpukit.metrics import *
 from gpukit.models import *
+from gpukit.multinode import *
 from gpukit.parallel import *
 from gpukit.plotting import *
 from gpukit.profiles import *
