@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -44,6 +43,7 @@ def run_agents(commands: Sequence[Sequence[str]], timeout_s: float = 300.0) -> l
     and a ``RuntimeError`` shows the output of all of them.
 
     Example:
+        >>> import sys
         >>> run_agents([[sys.executable, "-c", f"print('node {n}')"] for n in "ab"])
         ['node a\\n', 'node b\\n']
     """
@@ -53,8 +53,13 @@ def run_agents(commands: Sequence[Sequence[str]], timeout_s: float = 300.0) -> l
     check_number(timeout_s, "timeout_s")
     agents = [
         # A session of its own: stopping the agent stops the ranks it started.
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)  # fmt: skip
+        subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         for command in commands
     ]
     outputs: list[str | None] = [None] * len(agents)

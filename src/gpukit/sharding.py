@@ -26,8 +26,17 @@ from gpukit._checks import check_int
 from gpukit.data import load_data_fashion_mnist
 from gpukit.parallel import _rank_device
 
-__all__ = ["RowTransformer", "bubble_fraction", "fashion_batches", "fsdp_worker", "in_sequence",
-           "pipeline_worker", "reference_steps", "sharded_traffic", "tensor_parallel_worker"]  # fmt: skip
+__all__ = [
+    "RowTransformer",
+    "bubble_fraction",
+    "fashion_batches",
+    "fsdp_worker",
+    "in_sequence",
+    "pipeline_worker",
+    "reference_steps",
+    "sharded_traffic",
+    "tensor_parallel_worker",
+]
 
 ROWS = 28  # a Fashion-MNIST image is 28 rows of 28 pixels: 28 tokens of 28 features
 
@@ -277,9 +286,11 @@ def _collectives(prof: Any) -> dict[str, list[int]]:
     FSDP2 calls c10d's all-gather and reduce-scatter (arguments: output, input); DTensor's
     tensor parallelism calls the functional all-reduce (argument: the tensor).
     """
-    kinds = {"c10d::_allgather_base_": ("all-gather", 0),
-             "c10d::_reduce_scatter_base_": ("reduce-scatter", 1),
-             "_c10d_functional::all_reduce": ("all-reduce", 0)}  # fmt: skip
+    kinds = {
+        "c10d::_allgather_base_": ("all-gather", 0),
+        "c10d::_reduce_scatter_base_": ("reduce-scatter", 1),
+        "_c10d_functional::all_reduce": ("all-reduce", 0),
+    }
     found: dict[str, list[int]] = {}
     for event in prof.events():
         if event.name in kinds:
@@ -317,6 +328,7 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
     """
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed.tensor import DTensor
+
     device, mesh = _rank_device(), _mesh((world_size,))
     results = []
     for variant in config["variants"]:
@@ -397,6 +409,7 @@ def tensor_parallel_worker(
         RowwiseParallel,
         parallelize_module,
     )
+
     device, mesh = _rank_device(), _mesh((world_size,))
     net = RowTransformer(**config["model"]).to(device)
     plan = {
@@ -424,8 +437,12 @@ def tensor_parallel_worker(
     state = _full_state(net)
     if rank != 0:
         return None
-    return {"losses": losses, "param_bytes": param_bytes, "collectives": collectives,
-            "state": state}  # fmt: skip
+    return {
+        "losses": losses,
+        "param_bytes": param_bytes,
+        "collectives": collectives,
+        "state": state,
+    }
 
 
 def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any]:
