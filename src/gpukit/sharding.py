@@ -316,7 +316,8 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
 
     Example:
         >>> from gpukit.parallel import launch
-        >>> X, y = torch.rand(8, 1, 28, 28), torch.arange(8) % 10
+        >>> X = torch.rand(8, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        >>> y = torch.arange(8) % 10
         >>> config = {"model": {"d_model": 16, "n_heads": 2, "n_blocks": 1}, "lr": 0.01,
         ...           "batches": [(X, y)] * 2, "variants": [{"reshard_after_forward": True}]}
         >>> (run,) = launch(fsdp_worker, 2, config, run_timeout_s=300)[0]
@@ -392,9 +393,15 @@ def tensor_parallel_worker(
     and ``lr`` as for :func:`fsdp_worker`. Returns, on rank 0: ``losses``, this rank's
     ``param_bytes``, the ``collectives`` of one profiled step, and the full trained ``state``.
 
+    With ``config["data_parallel"] = d`` (default 1), the ranks form a 2-D mesh of ``d`` rows
+    (``"dp"``) by ``world_size // d`` columns (``"tp"``): tensor parallelism within a row, and
+    FSDP2 (``fully_shard`` on the ``"dp"`` dimension) across the rows, each row training on its
+    slice of every minibatch.
+
     Example:
         >>> from gpukit.parallel import launch
-        >>> X, y = torch.rand(8, 1, 28, 28), torch.arange(8) % 10
+        >>> X = torch.rand(8, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        >>> y = torch.arange(8) % 10
         >>> config = {"model": {"d_model": 16, "n_heads": 2, "n_blocks": 1}, "lr": 0.01,
         ...           "batches": [(X, y)] * 2}
         >>> run = launch(tensor_parallel_worker, 2, config, run_timeout_s=300)[0]
@@ -404,13 +411,18 @@ def tensor_parallel_worker(
         ...     for k, p in reference.named_parameters()) < 1e-4
         True
     """
+    from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
         RowwiseParallel,
         parallelize_module,
     )
 
-    device, mesh = _rank_device(), _mesh((world_size,))
+    dp = config.get("data_parallel", 1)
+    if world_size % dp:
+        raise ValueError(f"data_parallel ({dp}) must divide world_size ({world_size})")
+    device = _rank_device()
+    mesh = _mesh((dp, world_size // dp), ("dp", "tp"))
     net = RowTransformer(**config["model"]).to(device)
     plan = {
         "attn.q": ColwiseParallel(),
@@ -421,18 +433,26 @@ def tensor_parallel_worker(
         "mlp.down": RowwiseParallel(),
     }
     for block in net.blocks.values():
-        parallelize_module(block, mesh, plan)
+        parallelize_module(block, mesh["tp"], plan)
+        if dp > 1:  # FSDP2 shards the tensor-parallel pieces further, across the rows
+            fully_shard(block, mesh=mesh["dp"])
+    if dp > 1:
+        fully_shard(net, mesh=mesh["dp"])
+    row = mesh.get_local_rank("dp")
     optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
     losses, collectives = [], {}
     for step, (X, y) in enumerate(config["batches"]):
+        X, y = X.tensor_split(dp)[row].to(device), y.tensor_split(dp)[row].to(device)
         optimizer.zero_grad()
         with _profiled(step == 0) as prof:
-            loss = F.cross_entropy(net(X.to(device)), y.to(device))
+            loss = F.cross_entropy(net(X), y)
             loss.backward()
         if step == 0:
             collectives = _collectives(prof)
         optimizer.step()
-        losses.append(loss.item())
+        total = loss.detach().reshape(1)  # the rows' losses: the minibatch's is their mean
+        dist.all_reduce(total)
+        losses.append(total.item() / world_size)
     param_bytes = _local_bytes(net.parameters())
     state = _full_state(net)
     if rank != 0:
@@ -460,7 +480,8 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
 
     Example:
         >>> from gpukit.parallel import launch
-        >>> X, y = torch.rand(8, 1, 28, 28), torch.arange(8) % 10
+        >>> X = torch.rand(8, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        >>> y = torch.arange(8) % 10
         >>> config = {"model": {"d_model": 16, "n_heads": 2, "n_blocks": 2}, "lr": 0.01,
         ...           "batches": [(X, y)] * 2, "schedule": "gpipe", "n_microbatches": 4}
         >>> stages = launch(pipeline_worker, 2, config, run_timeout_s=300)
