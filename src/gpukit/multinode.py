@@ -83,7 +83,7 @@ def run_agents(commands: Sequence[Sequence[str]], timeout_s: float = 300.0) -> l
                 outputs[i] = agent.communicate()[0]
     if failed:
         report = "\n\n".join(
-            f"--- output of agent {i}: {' '.join(commands[i])} ---\n{(out or '').rstrip()}"
+            f"--- output of agent {i} ---\n{(out or '').rstrip() or '(nothing)'}"
             for i, out in enumerate(outputs)
         )
         raise RuntimeError("; ".join(failed) + "\n\n" + report)
