@@ -511,12 +511,19 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
     stage = PipelineStage(net, rank, world_size, device)
     busy = [0.0]  # seconds this stage computed in the current step
 
+    def wait_for_device() -> None:
+        # A GPU computes after the call has returned: the clock may only be read once it is done.
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
     def timed(method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
+            wait_for_device()
             start = time.perf_counter()
             try:
                 return method(*args, **kwargs)
             finally:
+                wait_for_device()
                 busy[0] += time.perf_counter() - start
 
         return run
@@ -546,6 +553,7 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
             losses.append(torch.stack(microbatch_losses).mean().item())
         else:
             schedule.step()
+        wait_for_device()
         step_seconds.append(time.perf_counter() - start)
         busy_seconds.append(busy[0])
         optimizer.step()
