@@ -280,22 +280,25 @@ def _profiled(on: bool) -> Any:
     return profile(activities=[ProfilerActivity.CPU], record_shapes=True)
 
 
-def _collectives(prof: Any) -> dict[str, list[int]]:
+def _collectives(prof: Any, gather_group: int = 1) -> dict[str, list[int]]:
     """The collectives a profiled step issued: kind -> the elements of each call's full tensor.
 
-    FSDP2 calls c10d's all-gather and reduce-scatter (arguments: output, input); DTensor's
-    tensor parallelism calls the functional all-reduce (argument: the tensor).
+    FSDP2 calls c10d's all-gather and reduce-scatter (arguments: output, input); DTensor calls
+    the functional all-reduce, reduce-scatter (arguments: the full tensor) and all-gather
+    (argument: one rank's piece, of a group of ``gather_group`` ranks).
     """
     kinds = {
-        "c10d::_allgather_base_": ("all-gather", 0),
-        "c10d::_reduce_scatter_base_": ("reduce-scatter", 1),
-        "_c10d_functional::all_reduce": ("all-reduce", 0),
+        "c10d::_allgather_base_": ("all-gather", 0, 1),
+        "c10d::_reduce_scatter_base_": ("reduce-scatter", 1, 1),
+        "_c10d_functional::all_reduce": ("all-reduce", 0, 1),
+        "_c10d_functional::reduce_scatter_tensor": ("reduce-scatter", 0, 1),
+        "_c10d_functional::all_gather_into_tensor": ("all-gather", 0, gather_group),
     }
     found: dict[str, list[int]] = {}
     for event in prof.events():
         if event.name in kinds:
-            kind, which = kinds[event.name]
-            found.setdefault(kind, []).append(math.prod(event.input_shapes[which]))
+            kind, which, pieces = kinds[event.name]
+            found.setdefault(kind, []).append(pieces * math.prod(event.input_shapes[which]))
     return found
 
 
@@ -380,6 +383,30 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
     return results
 
 
+def _sequence_parallel_plan() -> dict[str, Any]:
+    """The parts of a block's plan that sequence parallelism changes: the layer norms work on
+    each rank's slice of the tokens; the slices are all-gathered before attention and the MLP,
+    whose row-wise layers end in a reduce-scatter over the tokens instead of an all-reduce."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+    )
+
+    def gather() -> Any:
+        return PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),))
+
+    return {
+        "norm1": SequenceParallel(),
+        "attn": gather(),
+        "attn.out": RowwiseParallel(output_layouts=Shard(1)),
+        "norm2": SequenceParallel(),
+        "mlp": gather(),
+        "mlp.down": RowwiseParallel(output_layouts=Shard(1)),
+    }
+
+
 def tensor_parallel_worker(
     rank: int, world_size: int, config: dict[str, Any]
 ) -> dict[str, Any] | None:
@@ -396,7 +423,10 @@ def tensor_parallel_worker(
     With ``config["data_parallel"] = d`` (default 1), the ranks form a 2-D mesh of ``d`` rows
     (``"dp"``) by ``world_size // d`` columns (``"tp"``): tensor parallelism within a row, and
     FSDP2 (``fully_shard`` on the ``"dp"`` dimension) across the rows, each row training on its
-    slice of every minibatch.
+    slice of every minibatch. With ``config["sequence_parallel"] = True`` (and one row), the
+    layer norms and the residual stream between the blocks hold each rank's slice of the
+    tokens (``SequenceParallel``): the row-wise layers end in a reduce-scatter over the tokens,
+    and the slices are all-gathered before attention, the MLP and the head.
 
     Example:
         >>> from gpukit.parallel import launch
@@ -412,8 +442,11 @@ def tensor_parallel_worker(
         True
     """
     from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
+        PrepareModuleInput,
+        PrepareModuleOutput,
         RowwiseParallel,
         parallelize_module,
     )
@@ -432,6 +465,24 @@ def tensor_parallel_worker(
         "mlp.up": ColwiseParallel(),
         "mlp.down": RowwiseParallel(),
     }
+    if config.get("sequence_parallel"):
+        plan.update(_sequence_parallel_plan())
+        # Between the blocks each rank holds a slice of the tokens: cut after the embedding,
+        # gathered again before the head.
+        parallelize_module(
+            net,
+            mesh["tp"],
+            {
+                "embed": PrepareModuleOutput(
+                    output_layouts=Replicate(), desired_output_layouts=Shard(1)
+                ),
+                "head": PrepareModuleInput(
+                    input_layouts=(Shard(1),),
+                    desired_input_layouts=(Replicate(),),
+                    use_local_output=True,
+                ),
+            },
+        )
     for block in net.blocks.values():
         parallelize_module(block, mesh["tp"], plan)
         if dp > 1:  # FSDP2 shards the tensor-parallel pieces further, across the rows
@@ -448,7 +499,7 @@ def tensor_parallel_worker(
             loss = F.cross_entropy(net(X), y)
             loss.backward()
         if step == 0:
-            collectives = _collectives(prof)
+            collectives = _collectives(prof, world_size // dp)
         optimizer.step()
         total = loss.detach().reshape(1)  # the rows' losses: the minibatch's is their mean
         dist.all_reduce(total)

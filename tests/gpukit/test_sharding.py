@@ -64,11 +64,12 @@ def test_every_sharded_run_ends_with_the_weights_of_one_process():
         (tensor_parallel_worker, config),
         (pipeline_worker, {**config, "schedule": "gpipe", "n_microbatches": 4}),
         (pipeline_worker, {**config, "schedule": "1f1b", "n_microbatches": 4}),
+        (tensor_parallel_worker, {**config, "sequence_parallel": True}),
     ]
     rank0, rank1 = launch(in_sequence, 2, jobs, backend="gloo", run_timeout_s=600)
     reference = RowTransformer(**MODEL)
     losses = reference_steps(reference, batches, 0.01)
-    states = [run["state"] for run in rank0[0]] + [rank0[1]["state"]]
+    states = [run["state"] for run in rank0[0]] + [rank0[1]["state"], rank0[4]["state"]]
     states += [{**rank0[i]["state"], **rank1[i]["state"]} for i in (2, 3)]
     for state in states:
         assert state.keys() == dict(reference.named_parameters()).keys()
@@ -85,3 +86,20 @@ def test_every_sharded_run_ends_with_the_weights_of_one_process():
     assert resharded["unsharded_after_forward"] == 0 < kept["unsharded_after_forward"]
     # tensor parallelism: an all-reduce per row-wise layer, forward and backward
     assert len(rank0[1]["collectives"]["all-reduce"]) >= 2 * MODEL["n_blocks"]
+    # sequence parallelism: reduce-scatters and all-gathers over the tokens, no all-reduce
+    assert rank0[4]["collectives"].keys() == {"all-gather", "reduce-scatter"}
+
+
+def test_a_2d_mesh_of_fsdp_and_tensor_parallelism_trains_like_one_process():
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.rand(8, 1, 28, 28, generator=g), torch.arange(8) % 10) for _ in range(2)]
+    config = {"model": MODEL, "batches": batches, "lr": 0.01, "data_parallel": 2}
+    run = launch(tensor_parallel_worker, 4, config, backend="gloo", run_timeout_s=600)[0]
+    reference = RowTransformer(**MODEL)
+    assert run["losses"] == pytest.approx(reference_steps(reference, batches, 0.01), abs=1e-5)
+    for name, p in reference.named_parameters():
+        torch.testing.assert_close(run["state"][name], p.detach(), atol=1e-5, rtol=1e-4)
+    # both kinds of traffic in one step: within a row and across the rows
+    assert {"all-reduce", "all-gather", "reduce-scatter"} <= run["collectives"].keys()
+    with pytest.raises(RuntimeError, match="data_parallel"):
+        launch(tensor_parallel_worker, 2, {**config, "data_parallel": 3}, run_timeout_s=300)
