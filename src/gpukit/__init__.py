@@ -16,10 +16,12 @@ from gpukit.measure import *
 from gpukit.memory import *
 from gpukit.metrics import *
 from gpukit.models import *
+from gpukit.multinode import *
 from gpukit.parallel import *
 from gpukit.plotting import *
 from gpukit.profiles import *
 from gpukit.roofline import *
+from gpukit.sharding import *
 from gpukit.timing import *
 from gpukit.training import *
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import datetime
 import os
 import pickle
+import signal
 import socket
 import statistics
+import sys
 import tempfile
 import time
 import traceback
@@ -137,6 +139,41 @@ def _rank_device() -> torch.device:
     return torch.device("cpu")
 
 
+def _capture_output(path: Path) -> None:
+    """Send this process's standard output and error, Python's and C's alike, to ``path``.
+
+    The file descriptors 1 and 2 themselves are replaced, so that what C++ writes (NCCL's and
+    gloo's messages, a watchdog's abort, a segmentation fault's last words) lands there too;
+    Python's streams flush at every line, so a rank that dies abruptly still leaves its lines.
+    """
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        if stream is not None:
+            stream.flush()
+        os.dup2(log, fd)
+    os.close(log)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)  # noqa: SIM115
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    """The last ``limit`` characters of a rank's captured output ("" if it wrote nothing)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").rstrip()
+    except FileNotFoundError:
+        return ""
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def _outputs(out: Path, world_size: int, ranks: Sequence[int] | None = None) -> str:
+    """The captured output of ``ranks`` (all by default), each under a heading, for an error."""
+    parts = []
+    for rank in range(world_size) if ranks is None else ranks:
+        text = _tail(out / f"{rank}.log")
+        parts.append(f"--- output of rank {rank} ---\n{text or '(nothing)'}")
+    return "\n\n".join(parts)
+
+
 def _entry(
     rank: int,
     world_size: int,
@@ -149,6 +186,7 @@ def _entry(
 ) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))  # fmt: skip
+    _capture_output(out / f"{rank}.log")
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank)
@@ -186,6 +224,7 @@ def launch(
     *args: Any,
     backend: str | None = None,
     timeout_s: float = 600.0,
+    run_timeout_s: float | None = None,
 ) -> list[Any]:
     """Run ``worker(rank, world_size, *args)`` in ``world_size`` new processes; return the
     (picklable) return values, indexed by rank.
@@ -194,12 +233,17 @@ def launch(
     ``WORLD_SIZE`` are set) with ``backend`` (``None``: :func:`choose_backend`), under NCCL on
     GPU ``rank``; a collective waits ``timeout_s`` for the other ranks. The processes are
     *spawned*, so ``worker`` must be defined in an importable module (such as gpukit), not in a
-    notebook, and a script must call ``launch`` under ``if __name__ == "__main__":``. What the
-    ranks print goes to the kernel's terminal, not to the page: return values instead. If a
-    rank fails, the others are stopped and a ``RuntimeError`` gives its traceback.
+    notebook, and a script must call ``launch`` under ``if __name__ == "__main__":``.
+
+    What a rank writes to its standard output and error, from Python or from C++ (NCCL, gloo),
+    is captured in a file: return values are the way to send results back. If a rank fails, the
+    others are stopped and a ``RuntimeError`` gives its traceback and its output, also when it
+    died without a Python exception (a crash, an abort, ``os._exit``). If the whole run takes
+    longer than ``run_timeout_s`` seconds (``None``: no limit), the ranks are stopped and the
+    ``RuntimeError`` shows every rank's output: a hang fails instead of waiting.
 
     Example:
-        >>> launch(ring_allreduce_demo, 2, 10)[0]["max_abs_diff"]
+        >>> launch(ring_allreduce_demo, 2, 10, run_timeout_s=300)[0]["max_abs_diff"]
         0.0
     """
     if not callable(worker):
@@ -214,7 +258,9 @@ def launch(
     check_int(world_size, "world_size")
     backend = _check_backend(backend, world_size)
     check_number(timeout_s, "timeout_s")
-    return _launch(worker, world_size, args, backend, timeout_s)
+    if run_timeout_s is not None:
+        check_number(run_timeout_s, "run_timeout_s")
+    return _launch(worker, world_size, args, backend, timeout_s, run_timeout_s)
 
 
 def _launch(
@@ -223,6 +269,7 @@ def _launch(
     args: tuple[Any, ...],
     backend: str,
     timeout_s: float = 600.0,
+    run_timeout_s: float | None = None,
 ) -> list[Any]:
     """:func:`launch` with its arguments already checked."""
     with tempfile.TemporaryDirectory(prefix="gpukit-launch-") as result_dir:
@@ -231,23 +278,80 @@ def _launch(
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         job = (world_size, worker, args, backend, port, timeout_s, out)
+        start = time.monotonic()
         context = mp.start_processes(_entry, job, world_size, join=False, start_method="spawn")
         failure: Exception | None = None
+        hung = False
         try:
-            while not context.join():
-                pass
+            # The parent's watchdog: join() returns False when its short wait runs out.
+            while not context.join(timeout=0.2):
+                if run_timeout_s is not None and time.monotonic() - start > run_timeout_s:
+                    hung = True
+                    break
         except (mp.ProcessRaisedException, mp.ProcessExitedException) as err:
             failure = err
         finally:  # an interrupted caller (Ctrl-C in a notebook) must not leave ranks running
-            for process in context.processes:
-                if process.is_alive():
-                    process.terminate()
-        errors = sorted(path.read_text(encoding="utf-8") for path in out.glob("*.err"))
-        if errors:  # the rank that failed first, with its traceback
-            raise RuntimeError(errors[0].split("\x00", 1)[1])
-        if failure is not None:
-            raise RuntimeError(f"rank {getattr(failure, 'error_index', '?')} failed: {failure}")
-        return [pickle.loads((out / f"{rank}.pkl").read_bytes()) for rank in range(world_size)]
+            _stop(context.processes)
+        return _results(out, context.processes, failure, run_timeout_s if hung else None)
+
+
+def _results(
+    out: Path, processes: Sequence[Any], failure: Exception | None, hung_after_s: float | None
+) -> list[Any]:
+    """The ranks' return values, or a ``RuntimeError`` naming what went wrong, with output."""
+    world_size = len(processes)
+    # A rank that died without a Python exception (os._exit, a crash, an abort): no .err file
+    # and an exit code other than the 0 of success and the SIGTERM/SIGKILL of _stop. It is
+    # named first: the other ranks' errors are usually its consequences (a peer went away).
+    stopped = (0, -signal.SIGTERM, -signal.SIGKILL)
+    crashed = [
+        rank
+        for rank, process in enumerate(processes)
+        if process.exitcode not in stopped and not (out / f"{rank}.err").exists()
+    ]
+    parts = [
+        f"rank {rank} died without a Python exception ({_exit_reason(processes[rank].exitcode)})"
+        f"\n\n{_outputs(out, world_size, [rank])}"
+        for rank in crashed
+    ]
+    errors = sorted(path.read_text(encoding="utf-8") for path in out.glob("*.err"))
+    if errors:  # the rank whose Python exception came first, with its traceback and output
+        message = errors[0].split("\x00", 1)[1]
+        rank = int(message.split()[1])
+        parts.append(f"{message}\n\n{_outputs(out, world_size, [rank])}")
+    if parts:
+        raise RuntimeError("\n\n".join(parts))
+    if failure is not None:  # cannot happen unless a rank vanished without a trace
+        raise RuntimeError(f"a rank failed: {failure}\n\n{_outputs(out, world_size)}")
+    if hung_after_s is not None:
+        raise RuntimeError(
+            f"the {world_size} ranks did not finish within run_timeout_s={hung_after_s:g} s "
+            "and were stopped: a rank waits for a collective that another never reaches, or "
+            f"the work is slower than the limit\n\n{_outputs(out, world_size)}"
+        )
+    return [pickle.loads((out / f"{rank}.pkl").read_bytes()) for rank in range(world_size)]
+
+
+def _exit_reason(exitcode: int | None) -> str:
+    """``exit code 3`` or ``signal SIGSEGV``, from a process's ``exitcode``."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+def _stop(processes: Sequence[Any]) -> None:
+    """Terminate the ranks still running, and wait until they are gone (their files complete)."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(5)
+        if process.is_alive():  # SIGTERM ignored or blocked in C: no more waiting
+            process.kill()
+            process.join(5)
 
 
 def ring_allreduce(tensor: torch.Tensor) -> torch.Tensor:

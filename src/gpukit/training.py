@@ -559,7 +559,8 @@ def train_ddp(
     so ``lr`` means what it means for :func:`train_data_parallel` with the same batch.
 
     Rank 0's trained weights are loaded back into ``net``, and its numbers are printed here
-    (what the ranks print goes to the Jupyter kernel's terminal, not to the page).
+    (what the ranks print is captured by :func:`gpukit.parallel.launch` and shown only in the
+    error when a rank fails).
 
     Args:
         world_size: number of processes.

@@ -227,12 +227,36 @@ def echo_worker(rank: int, world_size: int, base: int) -> dict[str, int]:
 
 def failing_worker(rank: int, world_size: int) -> None:
     if rank == 1:
+        print("rank 1 gives up")
         raise ValueError("rank one cannot go on")
     dist.barrier()  # waits for rank 1, which never comes
 
 
 def unpicklable_worker(rank: int, world_size: int) -> object:
     return lambda: rank
+
+
+def crashing_worker(rank: int, world_size: int) -> None:
+    """Rank 1 writes to both streams, from Python and at the C level, then dies at once."""
+    import os
+    import sys
+
+    if rank == 1:
+        print("rank one prints this")
+        sys.stderr.write("rank one warns about this\n")
+        os.write(2, b"written by C to stderr\n")
+        os._exit(3)  # no exception, no traceback, no cleanup: like a crash in C++
+    dist.barrier()
+
+
+def hanging_worker(rank: int, world_size: int) -> None:
+    """Rank 1 never reaches the barrier that rank 0 waits in; both say where they are."""
+    import time
+
+    print(f"rank {rank} is about to wait")
+    if rank == 1:
+        time.sleep(3600)
+    dist.barrier()
 
 
 def test_launch_returns_each_ranks_value_in_rank_order():
@@ -292,6 +316,28 @@ def test_launch_names_the_failing_rank_and_its_error():
     ) as e:
         launch(failing_worker, 2, timeout_s=60)
     assert "Traceback in rank 1:" in str(e.value) and "failing_worker" in str(e.value)
+    assert "--- output of rank 1 ---\nrank 1 gives up" in str(e.value)
+
+
+def test_launch_shows_the_output_of_a_rank_that_dies_without_an_exception():
+    with pytest.raises(RuntimeError) as e:
+        launch(crashing_worker, 2, timeout_s=60, run_timeout_s=120)
+    message = str(e.value)
+    assert message.startswith("rank 1 died without a Python exception (exit code 3)")
+    for line in ("rank one prints this", "rank one warns about this", "written by C to stderr"):
+        assert line in message
+
+
+def test_launch_stops_a_hang_within_run_timeout_with_every_ranks_output():
+    import time
+
+    start = time.monotonic()
+    # 40 s: enough for two processes to import torch and print on a busy machine.
+    with pytest.raises(RuntimeError, match=r"did not finish within run_timeout_s=40 s") as e:
+        launch(hanging_worker, 2, timeout_s=600, run_timeout_s=40)
+    assert time.monotonic() - start < 120  # not the collective's 600 s
+    message = str(e.value)
+    assert "rank 0 is about to wait" in message and "rank 1 is about to wait" in message
 
 
 def test_launch_reports_a_result_that_cannot_be_sent_back():
@@ -317,6 +363,8 @@ def test_launch_bad_arguments():
         launch(echo_worker, 1, backend="mpi")
     with pytest.raises(ValueError, match="timeout_s"):
         launch(echo_worker, 1, timeout_s=0)
+    with pytest.raises(ValueError, match="run_timeout_s"):
+        launch(echo_worker, 1, run_timeout_s=-1)
     if torch.cuda.device_count() < 64:
         with pytest.raises(ValueError, match="one GPU per rank"):
             launch(echo_worker, 64, backend="nccl")

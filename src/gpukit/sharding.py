@@ -1,0 +1,632 @@
+"""Beyond data parallelism: a small transformer on Fashion-MNIST (:class:`RowTransformer`) and
+:func:`gpukit.parallel.launch` workers that shard it over processes, each checked against the
+unsplit model: fully sharded data parallelism with FSDP2 (:func:`fsdp_worker`), tensor
+parallelism with DTensor (:func:`tensor_parallel_worker`) and a pipeline
+(:func:`pipeline_worker`).
+
+The workers run on CPU processes talking through gloo (a device mesh of type ``"cpu"``) or on
+one GPU per rank through NCCL, whichever :func:`gpukit.parallel.launch` chose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from gpukit._checks import check_int
+from gpukit.data import load_data_fashion_mnist
+from gpukit.parallel import _rank_device
+
+__all__ = [
+    "RowTransformer",
+    "bubble_fraction",
+    "fashion_batches",
+    "fsdp_worker",
+    "in_sequence",
+    "pipeline_worker",
+    "reference_steps",
+    "sharded_traffic",
+    "tensor_parallel_worker",
+]
+
+ROWS = 28  # a Fashion-MNIST image is 28 rows of 28 pixels: 28 tokens of 28 features
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention with separate query, key, value and output projections.
+
+    The heads are found from the projections' width (``view(..., -1, head_dim)``), so a
+    tensor-parallel rank that holds only some columns of ``q``, ``k`` and ``v`` computes its
+    own heads without knowing how many there are in all.
+    """
+
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.head_dim = d_model // n_heads
+        self.q, self.v = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        # No bias for the keys: it adds the same number to all scores of a query, which the
+        # softmax ignores. Its gradient is zero up to rounding, and Adam would turn that
+        # rounding noise into full-size steps that differ from run to run.
+        self.k = nn.Linear(d_model, d_model, bias=False)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, tokens = x.shape[:2]
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.view(batch, tokens, -1, self.head_dim).transpose(1, 2)
+
+        y = F.scaled_dot_product_attention(heads(self.q(x)), heads(self.k(x)), heads(self.v(x)))
+        return self.out(y.transpose(1, 2).reshape(batch, tokens, -1))
+
+
+class MLP(nn.Module):
+    """The feed-forward part of a block: ``d_model -> 4 d_model -> d_model`` with GELU."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: ``x + attn(norm1(x))``, then ``x + mlp(norm2(x))``."""
+
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.norm1, self.attn = nn.LayerNorm(d_model), Attention(d_model, n_heads)
+        self.norm2, self.mlp = nn.LayerNorm(d_model), MLP(d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class RowEmbedding(nn.Module):
+    """Each row of an image becomes a token: a linear map of its 28 pixels plus a position."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(ROWS, d_model)
+        self.pos = nn.Parameter(0.02 * torch.randn(ROWS, d_model))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return self.proj(X.reshape(len(X), ROWS, ROWS)) + self.pos
+
+
+class ClassHead(nn.Module):
+    """Layer norm, the mean over the tokens, and a linear map to the 10 class scores."""
+
+    def __init__(self, d_model: int, num_classes: int = 10) -> None:
+        super().__init__()
+        self.norm, self.linear = nn.LayerNorm(d_model), nn.Linear(d_model, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.norm(x).mean(dim=1))
+
+
+class RowTransformer(nn.Module):
+    """A small transformer that classifies Fashion-MNIST images read as 28 tokens (rows).
+
+    ``embed``, the ``blocks`` (a ``ModuleDict`` keyed ``"0"``, ``"1"``, ...) and ``head`` may
+    each be removed (set to ``None``, or a block deleted): what is left is a pipeline stage
+    whose parameters keep the names they have in the whole model. The weights are drawn from
+    ``seed``, so two models made alike are equal.
+
+    Example:
+        >>> net = RowTransformer(d_model=32, n_heads=4, n_blocks=2)
+        >>> net(torch.rand(5, 1, 28, 28)).shape
+        torch.Size([5, 10])
+        >>> sum(p.numel() for p in net.parameters())
+        27562
+    """
+
+    def __init__(self, d_model: int = 64, n_heads: int = 4, n_blocks: int = 2, seed: int = 0):
+        super().__init__()
+        check_int(d_model, "d_model")
+        check_int(n_heads, "n_heads")
+        check_int(n_blocks, "n_blocks")
+        if d_model % n_heads:
+            raise ValueError(f"d_model must be a multiple of n_heads ({n_heads}), got {d_model}")
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            self.embed: RowEmbedding | None = RowEmbedding(d_model)
+            self.blocks = nn.ModuleDict({str(i): Block(d_model, n_heads) for i in range(n_blocks)})
+            self.head: ClassHead | None = ClassHead(d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores for images ``(B, 1, 28, 28)``; a stage takes and gives what it has."""
+        if self.embed is not None:
+            x = self.embed(x)
+        for block in self.blocks.values():
+            x = block(x)
+        return x if self.head is None else self.head(x)
+
+
+def fashion_batches(
+    n_steps: int, batch_size: int, root: str | Path | None = None
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The first ``n_steps`` minibatches of ``batch_size`` Fashion-MNIST training images, in a
+    fixed order: every rank and the one-process reference see the same examples.
+
+    Example:
+        >>> from gpukit.data import DataNotFoundError
+        >>> try:
+        ...     batches = fashion_batches(3, 8)
+        ... except DataNotFoundError:
+        ...     pass  # no data here and no network
+        ... else:
+        ...     assert len(batches) == 3 and batches[0][0].shape == (8, 1, 28, 28)
+    """
+    check_int(n_steps, "n_steps")
+    check_int(batch_size, "batch_size")
+    train_iter, _ = load_data_fashion_mnist(batch_size, root=root, n_train=n_steps * batch_size)
+    X, y = train_iter.dataset.tensors
+    return list(zip(X.split(batch_size), y.split(batch_size), strict=True))
+
+
+def reference_steps(
+    net: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], lr: float
+) -> list[float]:
+    """Train ``net`` in this one process with AdamW, one step per batch; return the losses.
+
+    The yardstick of the workers: a sharded run must end with the same weights.
+
+    Example:
+        >>> net = RowTransformer(d_model=16, n_heads=2, n_blocks=1)
+        >>> X, y = torch.rand(4, 1, 28, 28), torch.arange(4)
+        >>> losses = reference_steps(net, [(X, y)] * 3, lr=0.01)
+        >>> losses[-1] < losses[0]
+        True
+    """
+    optimizer = torch.optim.AdamW(net.parameters(), lr=lr)
+    losses = []
+    for X, y in batches:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(net(X), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def sharded_traffic(n_params: int, world_size: int, bytes_per_param: int = 4) -> dict[str, float]:
+    """Bytes each rank sends per training step: DDP's all-reduce against FSDP's collectives.
+
+    A ring all-reduce of the gradients sends ``2 (n - 1) / n`` times their size; FSDP instead
+    all-gathers the parameters in the forward pass, again in the backward pass (after
+    ``reshard_after_forward`` freed them), and reduce-scatters the gradients: three times
+    ``(n - 1) / n``, 1.5 times DDP's traffic. Without resharding, two times: the same as DDP.
+
+    Example:
+        >>> t = sharded_traffic(1_000_000, 4)
+        >>> t["ddp all-reduce"], t["fsdp"] / t["ddp all-reduce"]
+        (6000000.0, 1.5)
+    """
+    check_int(n_params, "n_params")
+    check_int(world_size, "world_size")
+    share = (world_size - 1) / world_size * n_params * bytes_per_param
+    return {
+        "ddp all-reduce": 2 * share,
+        "fsdp": 3 * share,
+        "fsdp, no reshard": 2 * share,
+    }
+
+
+def bubble_fraction(n_stages: int, n_microbatches: int) -> float:
+    """The idle share of a pipeline step (GPipe and 1F1B alike): ``(p - 1) / (m + p - 1)``.
+
+    Each of ``p`` stages works on ``m`` microbatches and waits ``p - 1`` slots while the
+    pipeline fills and drains, out of ``m + p - 1`` slots in all, forward and backward alike.
+
+    Example:
+        >>> bubble_fraction(4, 4), bubble_fraction(4, 32)
+        (0.42857142857142855, 0.08571428571428572)
+    """
+    check_int(n_stages, "n_stages")
+    check_int(n_microbatches, "n_microbatches")
+    return (n_stages - 1) / (n_microbatches + n_stages - 1)
+
+
+# --------------------------------------------------------------------------- workers
+
+
+def _mesh(shape: tuple[int, ...], names: tuple[str, ...] | None = None) -> Any:
+    """A device mesh over all ranks, of the type of this rank's device (``"cpu"`` under gloo:
+    ``init_device_mesh`` would otherwise assume CUDA)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    return init_device_mesh(_rank_device().type, shape, mesh_dim_names=names)
+
+
+def _local_bytes(tensors: Any) -> int:
+    """Bytes of this rank's pieces of ``tensors`` (the local shard of a DTensor)."""
+    from torch.distributed.tensor import DTensor
+
+    total = 0
+    for t in tensors:
+        local = t.to_local() if isinstance(t, DTensor) else t
+        total += local.numel() * local.element_size()
+    return total
+
+
+def _full_state(net: nn.Module) -> dict[str, torch.Tensor]:
+    """The whole model's weights on this rank's CPU, DTensors gathered (a collective)."""
+    from torch.distributed.tensor import DTensor
+
+    return {
+        name: (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
+        for name, p in net.named_parameters()
+    }
+
+
+def _profiled(on: bool) -> Any:
+    """A CPU profiler recording shapes when ``on`` (one step is enough), else nothing."""
+    from torch.profiler import ProfilerActivity, profile
+
+    if not on:
+        return contextlib.nullcontext()
+    return profile(activities=[ProfilerActivity.CPU], record_shapes=True)
+
+
+def _collectives(prof: Any, gather_group: int = 1) -> dict[str, list[int]]:
+    """The collectives a profiled step issued: kind -> the elements of each call's full tensor.
+
+    FSDP2 calls c10d's all-gather and reduce-scatter (arguments: output, input); DTensor calls
+    the functional all-reduce, reduce-scatter (arguments: the full tensor) and all-gather
+    (argument: one rank's piece, of a group of ``gather_group`` ranks).
+    """
+    kinds = {
+        "c10d::_allgather_base_": ("all-gather", 0, 1),
+        "c10d::_reduce_scatter_base_": ("reduce-scatter", 1, 1),
+        "_c10d_functional::all_reduce": ("all-reduce", 0, 1),
+        "_c10d_functional::reduce_scatter_tensor": ("reduce-scatter", 0, 1),
+        "_c10d_functional::all_gather_into_tensor": ("all-gather", 0, gather_group),
+    }
+    found: dict[str, list[int]] = {}
+    for event in prof.events():
+        if event.name in kinds:
+            kind, which, pieces = kinds[event.name]
+            found.setdefault(kind, []).append(pieces * math.prod(event.input_shapes[which]))
+    return found
+
+
+def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`gpukit.parallel.launch` worker: train :class:`RowTransformer` with FSDP2.
+
+    ``config`` holds ``model`` (keyword arguments of :class:`RowTransformer`), ``batches``
+    (from :func:`fashion_batches`; each rank takes its slice of every minibatch), ``lr``, and
+    ``variants``: a list of dicts with ``reshard_after_forward`` (bool) and ``mixed`` (bool:
+    bf16 parameters in forward and backward, gradients reduced in fp32). For each variant a
+    fresh model is sharded with ``fully_shard`` per block and once at the root, on a 1-D mesh,
+    and trained with AdamW, one step per batch.
+
+    Returns, per variant: ``losses`` (averaged over the ranks), this rank's ``param_bytes``,
+    ``grad_bytes`` and ``optimizer_bytes``, ``unsharded_after_forward`` (parameters held
+    whole between forward and backward), the ``collectives`` of one profiled step, and on
+    rank 0 the full trained ``state``.
+
+    Example:
+        >>> from gpukit.parallel import launch
+        >>> X = torch.rand(8, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        >>> y = torch.arange(8) % 10
+        >>> config = {"model": {"d_model": 16, "n_heads": 2, "n_blocks": 1}, "lr": 0.01,
+        ...           "batches": [(X, y)] * 2, "variants": [{"reshard_after_forward": True}]}
+        >>> (run,) = launch(fsdp_worker, 2, config, run_timeout_s=300)[0]
+        >>> reference = RowTransformer(16, 2, 1)
+        >>> _ = reference_steps(reference, config["batches"], 0.01)
+        >>> max((run["state"][k] - p).abs().max().item()
+        ...     for k, p in reference.named_parameters()) < 1e-4
+        True
+    """
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.tensor import DTensor
+
+    device, mesh = _rank_device(), _mesh((world_size,))
+    results = []
+    for variant in config["variants"]:
+        net = RowTransformer(**config["model"]).to(device)
+        policy = MixedPrecisionPolicy(
+            param_dtype=torch.bfloat16 if variant.get("mixed") else None,
+            reduce_dtype=torch.float32 if variant.get("mixed") else None,
+        )
+        reshard = variant["reshard_after_forward"]
+        for block in net.blocks.values():
+            fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
+        fully_shard(net, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
+        optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
+        losses, unsharded, collectives = [], 0, {}
+        for step, (X, y) in enumerate(config["batches"]):
+            X, y = X.tensor_split(world_size)[rank].to(device), y.tensor_split(world_size)[rank]
+            optimizer.zero_grad()
+            with _profiled(step == 0) as prof:
+                loss = F.cross_entropy(net(X).float(), y.to(device))
+                if step == 0:  # what stays whole between forward and backward
+                    unsharded = sum(
+                        p.numel() * p.element_size()
+                        for block in net.blocks.values()
+                        for p in block.parameters()
+                        if not isinstance(p, DTensor)
+                    )
+                loss.backward()
+            if step == 0:
+                collectives = _collectives(prof)
+            optimizer.step()
+            # Each rank saw its slice: the minibatch's loss is the mean over the ranks.
+            total = loss.detach().reshape(1)
+            dist.all_reduce(total)
+            losses.append(total.item() / world_size)
+        state_tensors = [t for s in optimizer.state.values() for t in s.values() if t.dim() > 0]
+        result = {
+            "losses": losses,
+            "param_bytes": _local_bytes(net.parameters()),
+            "grad_bytes": _local_bytes(p.grad for p in net.parameters()),
+            "optimizer_bytes": _local_bytes(state_tensors),
+            "unsharded_after_forward": unsharded,
+            "collectives": collectives,
+        }
+        state = _full_state(net)  # every rank takes part in the gathering
+        if rank == 0:
+            result["state"] = state
+        results.append(result)
+    return results
+
+
+def _sequence_parallel_plan() -> dict[str, Any]:
+    """The parts of a block's plan that sequence parallelism changes: the layer norms work on
+    each rank's slice of the tokens; the slices are all-gathered before attention and the MLP,
+    whose row-wise layers end in a reduce-scatter over the tokens instead of an all-reduce."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+    )
+
+    def gather() -> Any:
+        return PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),))
+
+    return {
+        "norm1": SequenceParallel(),
+        "attn": gather(),
+        "attn.out": RowwiseParallel(output_layouts=Shard(1)),
+        "norm2": SequenceParallel(),
+        "mlp": gather(),
+        "mlp.down": RowwiseParallel(output_layouts=Shard(1)),
+    }
+
+
+def tensor_parallel_worker(
+    rank: int, world_size: int, config: dict[str, Any]
+) -> dict[str, Any] | None:
+    """A :func:`gpukit.parallel.launch` worker: train :class:`RowTransformer` split by tensor
+    parallelism over all ranks.
+
+    In every block ``q``, ``k``, ``v`` and ``mlp.up`` are split by columns
+    (``ColwiseParallel``: each rank computes some heads and some hidden units) and
+    ``attn.out`` and ``mlp.down`` by rows (``RowwiseParallel``: partial sums, added by an
+    all-reduce). Every rank sees the whole minibatch. ``config`` holds ``model``, ``batches``
+    and ``lr`` as for :func:`fsdp_worker`. Returns, on rank 0: ``losses``, this rank's
+    ``param_bytes``, the ``collectives`` of one profiled step, and the full trained ``state``.
+
+    With ``config["data_parallel"] = d`` (default 1), the ranks form a 2-D mesh of ``d`` rows
+    (``"dp"``) by ``world_size // d`` columns (``"tp"``): tensor parallelism within a row, and
+    FSDP2 (``fully_shard`` on the ``"dp"`` dimension) across the rows, each row training on its
+    slice of every minibatch. With ``config["sequence_parallel"] = True`` (and one row), the
+    layer norms and the residual stream between the blocks hold each rank's slice of the
+    tokens (``SequenceParallel``): the row-wise layers end in a reduce-scatter over the tokens,
+    and the slices are all-gathered before attention, the MLP and the head.
+
+    Example:
+        >>> from gpukit.parallel import launch
+        >>> X = torch.rand(8, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        >>> y = torch.arange(8) % 10
+        >>> config = {"model": {"d_model": 16, "n_heads": 2, "n_blocks": 1}, "lr": 0.01,
+        ...           "batches": [(X, y)] * 2}
+        >>> run = launch(tensor_parallel_worker, 2, config, run_timeout_s=300)[0]
+        >>> reference = RowTransformer(16, 2, 1)
+        >>> _ = reference_steps(reference, config["batches"], 0.01)
+        >>> max((run["state"][k] - p).abs().max().item()
+        ...     for k, p in reference.named_parameters()) < 1e-4
+        True
+    """
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        PrepareModuleOutput,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    dp = config.get("data_parallel", 1)
+    if world_size % dp:
+        raise ValueError(f"data_parallel ({dp}) must divide world_size ({world_size})")
+    device = _rank_device()
+    mesh = _mesh((dp, world_size // dp), ("dp", "tp"))
+    net = RowTransformer(**config["model"]).to(device)
+    plan = {
+        "attn.q": ColwiseParallel(),
+        "attn.k": ColwiseParallel(),
+        "attn.v": ColwiseParallel(),
+        "attn.out": RowwiseParallel(),
+        "mlp.up": ColwiseParallel(),
+        "mlp.down": RowwiseParallel(),
+    }
+    if config.get("sequence_parallel"):
+        plan.update(_sequence_parallel_plan())
+        # Between the blocks each rank holds a slice of the tokens: cut after the embedding,
+        # gathered again before the head.
+        parallelize_module(
+            net,
+            mesh["tp"],
+            {
+                "embed": PrepareModuleOutput(
+                    output_layouts=Replicate(), desired_output_layouts=Shard(1)
+                ),
+                "head": PrepareModuleInput(
+                    input_layouts=(Shard(1),),
+                    desired_input_layouts=(Replicate(),),
+                    use_local_output=True,
+                ),
+            },
+        )
+    for block in net.blocks.values():
+        parallelize_module(block, mesh["tp"], plan)
+        if dp > 1:  # FSDP2 shards the tensor-parallel pieces further, across the rows
+            fully_shard(block, mesh=mesh["dp"])
+    if dp > 1:
+        fully_shard(net, mesh=mesh["dp"])
+    row = mesh.get_local_rank("dp")
+    optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
+    losses, collectives = [], {}
+    for step, (X, y) in enumerate(config["batches"]):
+        X, y = X.tensor_split(dp)[row].to(device), y.tensor_split(dp)[row].to(device)
+        optimizer.zero_grad()
+        with _profiled(step == 0) as prof:
+            loss = F.cross_entropy(net(X), y)
+            loss.backward()
+        if step == 0:
+            collectives = _collectives(prof, world_size // dp)
+        optimizer.step()
+        total = loss.detach().reshape(1)  # the rows' losses: the minibatch's is their mean
+        dist.all_reduce(total)
+        losses.append(total.item() / world_size)
+    param_bytes = _local_bytes(net.parameters())
+    state = _full_state(net)
+    if rank != 0:
+        return None
+    return {
+        "losses": losses,
+        "param_bytes": param_bytes,
+        "collectives": collectives,
+        "state": state,
+    }
+
+
+def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`gpukit.parallel.launch` worker: train :class:`RowTransformer` as a pipeline of
+    ``world_size`` stages, one per rank, with ``torch.distributed.pipelining``.
+
+    Stage 0 keeps the embedding and the first blocks, the last stage the last blocks and the
+    head (``config["model"]["n_blocks"]`` must be a multiple of ``world_size``). ``config``
+    holds ``model``, ``batches`` and ``lr`` as for :func:`fsdp_worker`, ``schedule``
+    (``"gpipe"`` or ``"1f1b"``) and ``n_microbatches``. Returns this stage's ``state`` (its
+    trained parameters, named as in the whole model), ``losses`` (the last stage: the mean over
+    the microbatches of each step), and ``busy_seconds`` and ``step_seconds``: per step, the
+    seconds this stage spent computing (forward and backward) and the seconds the step took,
+    from which its idle share follows.
+
+    Example:
+        >>> from gpukit.parallel import launch
+        >>> X = torch.rand(8, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        >>> y = torch.arange(8) % 10
+        >>> config = {"model": {"d_model": 16, "n_heads": 2, "n_blocks": 2}, "lr": 0.01,
+        ...           "batches": [(X, y)] * 2, "schedule": "gpipe", "n_microbatches": 4}
+        >>> stages = launch(pipeline_worker, 2, config, run_timeout_s=300)
+        >>> state = {**stages[0]["state"], **stages[1]["state"]}
+        >>> reference = RowTransformer(16, 2, 2)
+        >>> _ = reference_steps(reference, config["batches"], 0.01)
+        >>> max((state[k] - p).abs().max().item() for k, p in reference.named_parameters()) < 1e-4
+        True
+    """
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    device = _rank_device()
+    net = RowTransformer(**config["model"])
+    n_blocks = len(net.blocks)
+    if n_blocks % world_size:
+        raise ValueError(f"n_blocks ({n_blocks}) must be a multiple of world_size ({world_size})")
+    per_stage = n_blocks // world_size
+    for i in range(n_blocks):  # keep this stage's blocks, named as in the whole model
+        if i // per_stage != rank:
+            del net.blocks[str(i)]
+    if rank != 0:
+        net.embed = None
+    if rank != world_size - 1:
+        net.head = None
+    net.to(device)
+
+    stage = PipelineStage(net, rank, world_size, device)
+    busy = [0.0]  # seconds this stage computed in the current step
+
+    def wait_for_device() -> None:
+        # A GPU computes after the call has returned: the clock may only be read once it is done.
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    def timed(method: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            wait_for_device()
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                wait_for_device()
+                busy[0] += time.perf_counter() - start
+
+        return run
+
+    # A microbatch's forward and backward pass on this stage: the computing, without the
+    # schedule's waiting for activations and gradients from the neighbouring stages.
+    stage.forward_one_chunk = timed(stage.forward_one_chunk)  # type: ignore[method-assign]
+    stage.backward_one_chunk = timed(stage.backward_one_chunk)  # type: ignore[method-assign]
+
+    def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(output, target)
+
+    kind = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[config["schedule"]]
+    schedule = kind(stage, n_microbatches=config["n_microbatches"], loss_fn=loss_fn)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
+    losses, step_seconds, busy_seconds = [], [], []
+    for X, y in config["batches"]:
+        optimizer.zero_grad()
+        busy[0] = 0.0
+        dist.barrier()  # start together: the first stage's clock must not include a wait
+        start = time.perf_counter()
+        if rank == 0:
+            schedule.step(X.to(device))
+        elif rank == world_size - 1:
+            microbatch_losses: list[torch.Tensor] = []
+            schedule.step(target=y.to(device), losses=microbatch_losses)
+            losses.append(torch.stack(microbatch_losses).mean().item())
+        else:
+            schedule.step()
+        wait_for_device()
+        step_seconds.append(time.perf_counter() - start)
+        busy_seconds.append(busy[0])
+        optimizer.step()
+    return {
+        "state": {name: p.detach().cpu() for name, p in net.named_parameters()},
+        "losses": losses,
+        "busy_seconds": busy_seconds,
+        "step_seconds": step_seconds,
+    }
+
+
+def in_sequence(rank: int, world_size: int, jobs: Sequence[tuple[Any, Any]]) -> list[Any]:
+    """A :func:`gpukit.parallel.launch` worker that runs several workers one after the other in
+    the same processes: ``jobs`` holds ``(worker, config)`` pairs; returns their results.
+
+    Starting processes costs seconds (each imports PyTorch); a page that runs several
+    experiments starts them once.
+
+    Example:
+        >>> from gpukit.parallel import launch, ring_allreduce_demo
+        >>> runs = launch(in_sequence, 2, [(ring_allreduce_demo, 10)] * 2, run_timeout_s=300)
+        >>> [run["max_abs_diff"] for run in runs[0]]
+        [0.0, 0.0]
+    """
+    return [worker(rank, world_size, config) for worker, config in jobs]
