@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import torch
 
-from gpukit._checks import check_choice
+from gpukit._checks import check_choice, check_int
 from gpukit.training import SCHEDULES, _settings
 
 __all__ = ["PROFILES", "Profile", "Workload", "current_profile", "pick"]
@@ -46,6 +46,8 @@ class Workload:
         name: the network, printed by :meth:`describe`.
         schedule: the learning rate over the steps, a key of :data:`gpukit.training.SCHEDULES`:
             ``"constant"`` (D2L's) or ``"warmup-cosine"`` (:func:`gpukit.training.lr_factor`).
+        resize: the side of the images in pixels, the ``resize`` argument of
+            :func:`gpukit.data.load_data_fashion_mnist` (``None``: Fashion-MNIST's 28).
 
     Example:
         >>> print(PROFILES["full"].resnet.describe())  # doctest: +NORMALIZE_WHITESPACE
@@ -60,15 +62,26 @@ class Workload:
     lr: float
     name: str = ""
     schedule: str = "constant"
+    resize: int | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.schedule, "schedule", SCHEDULES)
+        if self.resize is not None:
+            check_int(self.resize, "resize", 1, "or None")
 
     def describe(self) -> str:
         """One line with the amount of data and the settings, for page outputs."""
         prefix = f"{self.name}: " if self.name else ""
-        return prefix + _settings(self.n_train or 60_000, self.n_test or 10_000,
-                                  self.batch_size, self.lr, self.schedule, self.epochs)  # fmt: skip
+        settings = _settings(
+            self.n_train or 60_000,
+            self.n_test or 10_000,
+            self.batch_size,
+            self.lr,
+            self.schedule,
+            self.epochs,
+            self.resize,
+        )
+        return prefix + settings
 
 
 @dataclass(frozen=True)
@@ -107,7 +120,14 @@ PROFILES: dict[str, Profile] = {
         # MKL_ENABLE_INSTRUCTIONS=SSE4_2 as well.
         lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.25, name="LeNet"),
         resnet=Workload(
-            512, 256, epochs=2, batch_size=4, lr=0.0125, name="ResNet-18", schedule="warmup-cosine"
+            512,
+            256,
+            epochs=2,
+            batch_size=4,
+            lr=0.0125,
+            name="ResNet-18",
+            schedule="warmup-cosine",
+            resize=14,
         ),
     ),
     # D2L's settings. LeNet keeps batch 256 and lr 0.2 on two GPUs; for ResNet-18 D2L doubles
