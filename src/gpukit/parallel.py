@@ -28,8 +28,16 @@ from gpukit._checks import check_choice, check_int, check_number, check_tensors,
 from gpukit.devices import _existing_devices, existing_device
 from gpukit.timing import Timer
 
-__all__ = ["allreduce", "choose_backend", "get_params", "launch", "ring_allreduce",
-           "ring_allreduce_demo", "split_batch"]  # fmt: skip
+__all__ = [
+    "allreduce",
+    "choose_backend",
+    "get_params",
+    "launch",
+    "ring_allreduce",
+    "ring_allreduce_demo",
+    "ring_allreduce_sweep",
+    "split_batch",
+]
 
 
 def split_batch(
@@ -440,3 +448,29 @@ def ring_allreduce_demo(
         "ring_sec": ring_s,
         "all_reduce_sec": builtin_s,
     }
+
+
+def ring_allreduce_sweep(
+    rank: int, world_size: int, sizes: Sequence[int], repeats: int = 3
+) -> dict[int, dict[str, float]]:
+    """A :func:`launch` worker: :func:`ring_allreduce_demo` for each of ``sizes``, in one group.
+
+    Starting the processes and joining a group takes seconds (each process imports torch),
+    more than the measurements; one group for all sizes pays that once. Returns this rank's
+    report of :func:`ring_allreduce_demo` for each size, by size.
+
+    Example:
+        >>> reports = launch(ring_allreduce_sweep, 2, [10, 1000])
+        >>> [sorted(r) for r in reports]
+        [[10, 1000], [10, 1000]]
+        >>> all(r[n]["max_abs_diff"] < 1e-5 for r in reports for n in r)
+        True
+    """
+    if isinstance(sizes, str) or not isinstance(sizes, Sequence):
+        raise TypeError(f"sizes must be a sequence of ints, got {type(sizes).__name__}")
+    if not sizes:
+        raise ValueError("sizes must hold at least one size")
+    for numel in sizes:
+        check_int(numel, "sizes[i]")
+    check_int(repeats, "repeats")
+    return {numel: ring_allreduce_demo(rank, world_size, numel, repeats) for numel in sizes}

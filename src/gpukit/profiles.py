@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import torch
 
-from gpukit._checks import check_choice
+from gpukit._checks import check_choice, check_int
 from gpukit.training import SCHEDULES, _settings
 
 __all__ = ["PROFILES", "Profile", "Workload", "current_profile", "pick"]
@@ -46,6 +46,8 @@ class Workload:
         name: the network, printed by :meth:`describe`.
         schedule: the learning rate over the steps, a key of :data:`gpukit.training.SCHEDULES`:
             ``"constant"`` (D2L's) or ``"warmup-cosine"`` (:func:`gpukit.training.lr_factor`).
+        resize: the side of the images in pixels, the ``resize`` argument of
+            :func:`gpukit.data.load_data_fashion_mnist` (``None``: Fashion-MNIST's 28).
 
     Example:
         >>> print(PROFILES["full"].resnet.describe())  # doctest: +NORMALIZE_WHITESPACE
@@ -60,15 +62,26 @@ class Workload:
     lr: float
     name: str = ""
     schedule: str = "constant"
+    resize: int | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.schedule, "schedule", SCHEDULES)
+        if self.resize is not None:
+            check_int(self.resize, "resize", 1, "or None")
 
     def describe(self) -> str:
         """One line with the amount of data and the settings, for page outputs."""
         prefix = f"{self.name}: " if self.name else ""
-        return prefix + _settings(self.n_train or 60_000, self.n_test or 10_000,
-                                  self.batch_size, self.lr, self.schedule, self.epochs)  # fmt: skip
+        settings = _settings(
+            self.n_train or 60_000,
+            self.n_test or 10_000,
+            self.batch_size,
+            self.lr,
+            self.schedule,
+            self.epochs,
+            self.resize,
+        )
+        return prefix + settings
 
 
 @dataclass(frozen=True)
@@ -96,18 +109,29 @@ PROFILES: dict[str, Profile] = {
         # sits on a plateau for a few hundred steps, so it takes small batches to get past it
         # (test accuracy 0.66-0.73 after these 750 steps, with one replica or two and for
         # several seeds; with fewer steps it may stay at 0.1, with lr 0.4 it may fall back).
-        # ResNet-18 costs ~20 ms per training image on 2 cores; the concise page trains it
-        # three times (one device, DataParallel with twice the batch, 2 DDP processes). Batch
-        # norm's running averages need optimizer *steps*, not images: with batch 16 the
-        # two-device runs made 32 steps and evaluated at chance (0.10-0.16). Batch 4 gives
-        # them 128 steps, and the warm-up and cosine decay end the runs with small steps, so
-        # that the averages catch up with the weights. Test accuracy of the three runs on one
-        # AVX-512 machine: 0.69, 0.71, 0.68 as is; 0.70, 0.71, 0.64 with
-        # ATEN_CPU_CAPABILITY=default; 0.74, 0.72, 0.61 with ONEDNN_MAX_CPU_ISA=SSE41 and
-        # MKL_ENABLE_INSTRUCTIONS=SSE4_2 as well.
+        # ResNet-18: the concise page trains it three times (one device, DataParallel with
+        # twice the batch, 2 DDP processes). Batch norm's running averages need optimizer
+        # *steps*, not images: with batch 16 the two-device runs made 32 steps and evaluated at
+        # chance (0.10-0.16); with batch 4, 64 steps (256 images) ended at 0.44-0.55. 96 steps
+        # (384 images) and the warm-up and cosine decay, which end the runs with small steps so
+        # that the averages catch up with the weights, give 0.61-0.67 (below). At batch 4 a step
+        # costs much more than its images' arithmetic (it reads and writes 11 million weights
+        # and their gradients), so the page's time is set by its steps: 28x28 images and 128
+        # steps took 265 s on 2 AVX2 cores, over the page's 90 s budget; images shrunk to 14x14
+        # make a step ~1.5x cheaper. Test accuracy of the three runs on one AVX-512 machine
+        # (2 cores): 0.62, 0.62, 0.66 as is; 0.62, 0.64, 0.67 with ATEN_CPU_CAPABILITY=default;
+        # 0.62, 0.62, 0.66 with ONEDNN_MAX_CPU_ISA=SSE41 and MKL_ENABLE_INSTRUCTIONS=SSE4_2;
+        # 0.66, 0.61, 0.64 with ATEN_CPU_CAPABILITY=avx2.
         lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.25, name="LeNet"),
         resnet=Workload(
-            512, 256, epochs=2, batch_size=4, lr=0.0125, name="ResNet-18", schedule="warmup-cosine"
+            384,
+            256,
+            epochs=2,
+            batch_size=4,
+            lr=0.0125,
+            name="ResNet-18",
+            schedule="warmup-cosine",
+            resize=14,
         ),
     ),
     # D2L's settings. LeNet keeps batch 256 and lr 0.2 on two GPUs; for ResNet-18 D2L doubles

@@ -38,6 +38,7 @@ Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 SCHEDULES = {"constant": "", "warmup-cosine": "warm-up + cosine decay"}
 WARMUP_START = 0.1  # the warm-up starts at a tenth of the learning rate
 LEGEND = ["train loss", "train acc", "test acc"]
+EVAL_BATCH_SIZE = 256  # test examples per forward pass of train_ddp's rank 0
 
 
 def lr_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -> float:
@@ -137,17 +138,28 @@ class TrainResult:
         """Two lines: accuracy, time and devices; then the amount of data and the settings."""
         note = f" ({self.note})" if self.note else ""
         first = f"test acc {self.test_acc:.2f}, {format_seconds(self.sec_per_epoch)}/epoch"
-        settings = _settings(self.n_train, self.n_test, self.batch_size, self.lr, self.schedule,
-                             self.epochs)  # fmt: skip
+        settings = _settings(
+            self.n_train, self.n_test, self.batch_size, self.lr, self.schedule, self.epochs
+        )
         return f"{first} on [{', '.join(self.devices)}]{note}\n{settings}"
 
 
-def _settings(n_train: int, n_test: int, batch_size: int, lr: float, schedule: str,
-              epochs: int) -> str:  # fmt: skip
+def _settings(
+    n_train: int,
+    n_test: int,
+    batch_size: int,
+    lr: float,
+    schedule: str,
+    epochs: int,
+    resize: int | None = None,
+) -> str:
     """The data and settings of a run, as summaries and profiles print them."""
     schedule = f" ({SCHEDULES[schedule]})" if SCHEDULES[schedule] else ""
-    return (f"{n_train:,} training / {n_test:,} test images, batch {batch_size}, "
-            f"lr {lr:g}{schedule}, {epochs} epoch{'s' if epochs != 1 else ''}")  # fmt: skip
+    size = f" of {resize}x{resize} pixels" if resize is not None else ""
+    return (
+        f"{n_train:,} training / {n_test:,} test images{size}, batch {batch_size}, "
+        f"lr {lr:g}{schedule}, {epochs} epoch{'s' if epochs != 1 else ''}"
+    )
 
 
 def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
@@ -493,14 +505,25 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
         net, device_ids=[device.index] if device.type == "cuda" else None
     )
 
-    train_iter, test_iter = load_data_fashion_mnist(
-        per_rank, root=config["root"], n_train=config["n_train"], n_test=config["n_test"], seed=seed
-    )
+    data_options = {
+        "resize": config["resize"],
+        "root": config["root"],
+        "n_train": config["n_train"],
+        "n_test": config["n_test"],
+        "seed": seed,
+    }
+    train_iter, _ = load_data_fashion_mnist(per_rank, **data_options)
+    # Rank 0 evaluates alone while the others wait: in batches of EVAL_BATCH_SIZE (the
+    # accuracy does not depend on it), not in the few examples of a training step per rank.
+    _, test_iter = load_data_fashion_mnist(EVAL_BATCH_SIZE, **data_options)
     dataset = train_iter.dataset
     sampler = DistributedSampler(
         dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed
     )
-    loader = DataLoader(dataset, batch_size=per_rank, sampler=sampler)
+    # train_iter's collate_fn resizes the images, if asked to.
+    loader = DataLoader(
+        dataset, batch_size=per_rank, sampler=sampler, collate_fn=train_iter.collate_fn
+    )
 
     def reduce(totals: torch.Tensor, seconds: float) -> tuple[torch.Tensor, float]:
         # The totals cover every rank's shard; the epoch lasts as long as its slowest rank.
@@ -539,6 +562,7 @@ def train_ddp(
     net: nn.Module | None = None,
     n_train: int | None = None,
     n_test: int | None = None,
+    resize: int | None = None,
     root: str | Path | None = None,
     init: str | None = "normal",
     seed: int = 0,
@@ -569,6 +593,8 @@ def train_ddp(
         net: the model, picklable and defined in an importable module (not in a notebook);
             ``None``: ``resnet18(10)``.
         n_train, n_test: use only the first examples (``None``: all).
+        resize: the side of the images in pixels, as for
+            :func:`gpukit.data.load_data_fashion_mnist` (``None``: Fashion-MNIST's 28).
         root: folder of the Fashion-MNIST files (``None``: gpukit.data's search order).
         backend: ``"nccl"``, ``"gloo"`` or ``None`` (NCCL when each rank can have a GPU).
         plot: draw the curves, in the calling process, once training is done.
@@ -595,9 +621,9 @@ def train_ddp(
         raise ValueError(
             f"batch_size must be a multiple of world_size ({world_size}), got {batch_size}"
         )
-    for name, value in (("n_train", n_train), ("n_test", n_test)):
+    for name, value in (("n_train", n_train), ("n_test", n_test), ("resize", resize)):
         if value is not None:
-            check_int(value, name)
+            check_int(value, name, 1, "or None")
     backend = _check_backend(backend, world_size)
     if n_train is not None and n_train < world_size:
         raise ValueError(f"n_train must be >= world_size ({world_size}), got {n_train}")
@@ -616,6 +642,7 @@ def train_ddp(
         "batch_size": batch_size,
         "n_train": n_train,
         "n_test": n_test,
+        "resize": resize,
         # Found (and if need be downloaded) here, once, so the ranks never write one file.
         "root": str(find_fashion_mnist(root)),
         "init": init,

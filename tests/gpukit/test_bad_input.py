@@ -193,6 +193,7 @@ CASES = [
     ("launch", (noop, 1), {"timeout_s": 0}, ValueError, "timeout_s"),
     ("ring_allreduce", ([1.0],), {}, TypeError, "tensor"),
     ("ring_allreduce_demo", (0, 1), {"numel": 0}, ValueError, "numel"),
+    ("ring_allreduce_sweep", (0, 1, 1000), {}, TypeError, "sizes"),
     # training
     ("sgd", ([lambda: torch.zeros(1)], 0, 1), {}, ValueError, "lr"),
     ("sgd", ([], 0.1, "8"), {}, TypeError, "batch_size"),
@@ -236,6 +237,7 @@ CASES = [
     ("train_ddp", (2, 1, 0.1, 33), {}, ValueError, "batch_size"),
     ("train_ddp", (2, 1, 0.1, 32), {"n_train": 1}, ValueError, "n_train"),
     ("train_ddp", (2, 1, 0.1, 32), {"root": 3}, TypeError, "root"),
+    ("train_ddp", (2, 1, 0.1, 32), {"resize": 0}, ValueError, "resize"),
     ("train_ddp", (2, 1, 0.1, 32), {"net": "resnet"}, TypeError, "net"),
     # fast
     ("auto_precision", (3,), {}, TypeError, "device"),
@@ -419,3 +421,8 @@ def test_unknown_schedule_in_a_profile_is_named() -> None:
     accepted = r"schedule must be one of \['constant', 'warmup-cosine'\]"
     with pytest.raises(ValueError, match=accepted):
         gpukit.Workload(None, None, epochs=1, batch_size=8, lr=0.1, schedule="cosine")
+
+
+def test_bad_image_size_in_a_profile_is_named() -> None:
+    with pytest.raises(ValueError, match="resize must be >= 1"):
+        gpukit.Workload(None, None, epochs=1, batch_size=8, lr=0.1, resize=0)

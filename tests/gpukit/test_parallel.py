@@ -18,6 +18,7 @@ from gpukit.parallel import (
     launch,
     ring_allreduce,
     ring_allreduce_demo,
+    ring_allreduce_sweep,
     split_batch,
 )
 from gpukit.training import sgd
@@ -368,6 +369,30 @@ def test_launch_bad_arguments():
     if torch.cuda.device_count() < 64:
         with pytest.raises(ValueError, match="one GPU per rank"):
             launch(echo_worker, 64, backend="nccl")
+
+
+def test_ring_allreduce_sweep_measures_every_size_in_one_group():
+    reports = launch(ring_allreduce_sweep, 3, [7, 1000], 2, backend="gloo")
+    assert [sorted(report) for report in reports] == [[7, 1000]] * 3
+    for rank, report in enumerate(reports):
+        for numel in (7, 1000):
+            assert report[numel]["rank"] == rank
+            assert report[numel]["max_abs_diff"] < 1e-5 and report[numel]["ring_sec"] > 0
+
+
+@pytest.mark.parametrize(
+    ("sizes", "error", "match"),
+    [
+        (1000, TypeError, "sizes must be a sequence of ints"),
+        ("1000", TypeError, "sizes must be a sequence of ints"),
+        ([], ValueError, "sizes must hold at least one size"),
+        ([10, 0], ValueError, r"sizes\[i\] must be >= 1"),
+        ([10, 2.5], TypeError, r"sizes\[i\] must be an int"),
+    ],
+)
+def test_ring_allreduce_sweep_bad_sizes(sizes, error, match):
+    with pytest.raises(error, match=match):
+        ring_allreduce_sweep(0, 1, sizes)
 
 
 @pytest.mark.parametrize(
