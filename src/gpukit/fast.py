@@ -175,8 +175,11 @@ def train_fast(
         check_int(batch_size, "batch_size")
     if check_number(momentum, "momentum", zero=True) >= 1:
         raise ValueError(f"momentum must be >= 0 and < 1, got {momentum}")
-    for name, flag in (("metrics_on_device", metrics_on_device), ("on_device", on_device),
-                       ("channels_last", channels_last)):  # fmt: skip
+    for name, flag in (
+        ("metrics_on_device", metrics_on_device),
+        ("on_device", on_device),
+        ("channels_last", channels_last),
+    ):
         check_type(flag, name, bool, "True or False")
     check_choice(precision, "precision", ["auto", *_DTYPES])
     if compile is not None and not isinstance(compile, bool | str):
@@ -199,10 +202,28 @@ def train_fast(
         notes.append(f"compiled in {format_seconds(compile_seconds)}")
     optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0)
     history, n_train = _train_epochs(
-        model, batches, num_epochs, lr, device, schedule,
-        lambda: evaluate_accuracy_gpu(net, test, device), plot=plot, optimizer=optimizer,
-        autocast=_DTYPES[precision], sync_every_step=not metrics_on_device,
-    )  # fmt: skip
+        model,
+        batches,
+        num_epochs,
+        lr,
+        device,
+        schedule,
+        lambda: evaluate_accuracy_gpu(net, test, device),
+        plot=plot,
+        optimizer=optimizer,
+        autocast=_DTYPES[precision],
+        sync_every_step=not metrics_on_device,
+    )
     size = batches.batch_size if on_device else _batch_size(train_iter)  # type: ignore[union-attr]
-    return _finish(history, [str(device)], n_train, test, size, lr, schedule, ", ".join(notes),
-                   verbose, compile_seconds=compile_seconds)  # fmt: skip
+    return _finish(
+        history,
+        [str(device)],
+        n_train,
+        test,
+        size,
+        lr,
+        schedule,
+        ", ".join(notes),
+        verbose,
+        compile_seconds=compile_seconds,
+    )

@@ -20,8 +20,15 @@ from gpukit.devices import _device_or_gpu, existing_device
 from gpukit.memory import format_bytes
 from gpukit.timing import Timer, format_seconds
 
-__all__ = ["PEAK_TFLOPS", "Measurement", "copy_bandwidth", "launch_latency", "matmul_dtypes",
-           "matmul_throughput", "time_op"]  # fmt: skip
+__all__ = [
+    "PEAK_TFLOPS",
+    "Measurement",
+    "copy_bandwidth",
+    "launch_latency",
+    "matmul_dtypes",
+    "matmul_throughput",
+    "time_op",
+]
 
 #: Dense peak TFLOP/s by GPU model and number format, at boost clock, from NVIDIA's datasheets
 #: (the Ada Lovelace whitepaper for the RTX 4090). "Dense": without the 2:4 sparsity that the
@@ -58,8 +65,12 @@ _MODEL_PATTERNS = (
     (r"\bV100[- ]?PCIe\b", "V100 PCIe"),
     (r"\bRTX 4090\b(?! D\b)", "RTX 4090"),
 )
-_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
-           "fp16": torch.float16}  # fmt: skip
+_DTYPES = {
+    "fp32": torch.float32,
+    "tf32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+}
 _DIRECTIONS = ("host_to_device", "device_to_host", "within_device")
 
 
@@ -190,8 +201,11 @@ def copy_bandwidth(
     size = format_bytes(nbytes)
     if direction == "within_device":
         src = torch.ones(nbytes, dtype=torch.uint8, device=dev)
-        what = (f"device->device copy (GPU memory), {size}" if dev.type == "cuda"
-                else f"host memory copy, {size} (CPU only: no host<->device link)")  # fmt: skip
+        what = (
+            f"device->device copy (GPU memory), {size}"
+            if dev.type == "cuda"
+            else f"host memory copy, {size} (CPU only: no host<->device link)"
+        )
         dst = torch.empty_like(src)
     else:
         host = torch.ones(nbytes, dtype=torch.uint8, pin_memory=pinned)
@@ -316,8 +330,10 @@ def matmul_throughput(
         raise ValueError("dtype 'tf32' (a format of NVIDIA's tensor cores) needs a CUDA device")
     # A private generator: measuring must not change the reader's random numbers.
     generator = torch.Generator(device=dev).manual_seed(0)
-    a, b = (torch.empty(n, n, device=dev, dtype=_DTYPES[dtype]).uniform_(-1, 1, generator=generator)
-            for _ in range(2))  # fmt: skip
+    a, b = (
+        torch.empty(n, n, device=dev, dtype=_DTYPES[dtype]).uniform_(-1, 1, generator=generator)
+        for _ in range(2)
+    )
     out = torch.empty_like(a)
     with _float32_matmul(dtype):
         seconds, per_product = _time(lambda: torch.matmul(a, b, out=out), dev, repeats, 2)

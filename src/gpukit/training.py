@@ -29,8 +29,16 @@ from gpukit.parallel import _check_backend, _launch, _rank_device
 from gpukit.plotting import Animator
 from gpukit.timing import Timer, format_seconds
 
-__all__ = ["SCHEDULES", "EpochStats", "TrainResult", "lr_factor", "sgd", "train_ch6",
-           "train_data_parallel", "train_ddp"]  # fmt: skip
+__all__ = [
+    "SCHEDULES",
+    "EpochStats",
+    "TrainResult",
+    "lr_factor",
+    "sgd",
+    "train_ch6",
+    "train_data_parallel",
+    "train_ddp",
+]
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
@@ -188,8 +196,15 @@ def sgd(params: Iterable[torch.Tensor], lr: float, batch_size: int) -> None:
 # --------------------------------------------------------------------------- checks
 
 
-def _check(net: object, num_epochs: object, lr: object, init: object, seed: object,
-           schedule: object, **batches: object) -> None:  # fmt: skip
+def _check(
+    net: object,
+    num_epochs: object,
+    lr: object,
+    init: object,
+    seed: object,
+    schedule: object,
+    **batches: object,
+) -> None:
     """The checks of the arguments that the entry points share; ``batches``: name -> value."""
     if not isinstance(net, nn.Module):
         raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
@@ -341,9 +356,19 @@ def _finish(
         dataset = getattr(test_iter, "dataset", None)
         n_test = len(dataset) if dataset is not None else sum(len(y) for _, y in test_iter)
     result = TrainResult(
-        history[-1].test_acc, sum(s.seconds for s in history) / len(history), devices,
-        len(history), n_train, n_test, batch_size, lr, history, note, schedule, compile_seconds,
-    )  # fmt: skip
+        history[-1].test_acc,
+        sum(s.seconds for s in history) / len(history),
+        devices,
+        len(history),
+        n_train,
+        n_test,
+        batch_size,
+        lr,
+        history,
+        note,
+        schedule,
+        compile_seconds,
+    )
     if verbose:
         print(result.summary())
     return result
@@ -407,11 +432,25 @@ def train_ch6(
     _init(net, init, seed)
     net.to(device)
     history, n_train = _train_epochs(
-        net, train_iter, num_epochs, lr, device, schedule,
-        lambda: evaluate_accuracy_gpu(net, test_iter, device), plot=plot,
-    )  # fmt: skip
-    return _finish(history, [str(device)], n_train, test_iter, _batch_size(train_iter), lr,
-                   schedule, verbose=verbose)  # fmt: skip
+        net,
+        train_iter,
+        num_epochs,
+        lr,
+        device,
+        schedule,
+        lambda: evaluate_accuracy_gpu(net, test_iter, device),
+        plot=plot,
+    )
+    return _finish(
+        history,
+        [str(device)],
+        n_train,
+        test_iter,
+        _batch_size(train_iter),
+        lr,
+        schedule,
+        verbose=verbose,
+    )
 
 
 def train_data_parallel(
@@ -477,11 +516,26 @@ def train_data_parallel(
     elif not gpus and len(devs) > 1:
         note = f"nn.DataParallel needs GPUs: 1 CPU replica instead of {len(devs)} devices"
     history, n_train = _train_epochs(
-        model, train_iter, num_epochs, lr, used[0], schedule,
-        lambda: evaluate_accuracy_gpu(model, test_iter, used[0]), plot=plot,
-    )  # fmt: skip
-    return _finish(history, [str(d) for d in used], n_train, test_iter, _batch_size(train_iter),
-                   lr, schedule, note, verbose)  # fmt: skip
+        model,
+        train_iter,
+        num_epochs,
+        lr,
+        used[0],
+        schedule,
+        lambda: evaluate_accuracy_gpu(model, test_iter, used[0]),
+        plot=plot,
+    )
+    return _finish(
+        history,
+        [str(d) for d in used],
+        n_train,
+        test_iter,
+        _batch_size(train_iter),
+        lr,
+        schedule,
+        note,
+        verbose,
+    )
 
 
 # --------------------------------------------------------------------------- DDP processes
@@ -540,9 +594,16 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
         return accuracy
 
     history, _ = _train_epochs(
-        model, loader, config["num_epochs"], config["lr"], device, config["schedule"], evaluate,
-        reduce=reduce, before_epoch=sampler.set_epoch,  # the same new shuffle on every rank
-    )  # fmt: skip
+        model,
+        loader,
+        config["num_epochs"],
+        config["lr"],
+        device,
+        config["schedule"],
+        evaluate,
+        reduce=reduce,
+        before_epoch=sampler.set_epoch,  # the same new shuffle on every rank
+    )
     if rank != 0:
         return None
     return {
@@ -659,5 +720,15 @@ def train_ddp(
         animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND)
         for s in history:
             animator.add(s.epoch, (s.train_loss, s.train_acc, s.test_acc))
-    return _finish(history, devices, out["n_train"], None, batch_size, float(lr), schedule, note,
-                   verbose, n_test=out["n_test"])  # fmt: skip
+    return _finish(
+        history,
+        devices,
+        out["n_train"],
+        None,
+        batch_size,
+        float(lr),
+        schedule,
+        note,
+        verbose,
+        n_test=out["n_test"],
+    )
