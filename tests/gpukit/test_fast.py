@@ -132,7 +132,7 @@ def test_a_new_batch_size_compiles_a_static_graph(monkeypatch):
 
 
 def test_the_code_the_page_prints_is_the_code_that_trains(monkeypatch):
-    # The fast-training page prints these three with inspect as "train_fast's code": a
+    # The fast-training page shows these three (literalinclude) as "train_fast's code": a
     # refactoring that stops using one of them must fail here, not leave the page stale.
     from gpukit import fast, training
 
