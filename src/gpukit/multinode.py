@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from gpukit._checks import check_number
+from gpukit._checks import check_number, check_type
 
 __all__ = ["TORCHRUN_ENV", "load_checkpoint", "run_agents"]
 
@@ -47,6 +47,11 @@ def run_agents(commands: Sequence[Sequence[str]], timeout_s: float = 300.0) -> l
         >>> run_agents([[sys.executable, "-c", f"print('node {n}')"] for n in "ab"])
         ['node a\\n', 'node b\\n']
     """
+    if isinstance(commands, str) or any(isinstance(command, str) for command in commands):
+        raise TypeError(
+            "commands must be a list of commands, each a list of arguments "
+            f"(e.g. [['torchrun', ...], ['torchrun', ...]]), got {commands!r}"
+        )
     commands = [list(map(str, command)) for command in commands]
     if not commands or not all(commands):
         raise ValueError("commands must hold at least one non-empty command")
@@ -109,6 +114,7 @@ def load_checkpoint(net: torch.nn.Module, path: str | Path) -> torch.nn.Module:
         >>> torch.equal(net.head.linear.weight, RowTransformer(16, 2, 1, seed=1).head.linear.weight)
         True
     """
+    check_type(net, "net", torch.nn.Module, "a torch.nn.Module")
     import torch.distributed.checkpoint as dcp
 
     state = {"model": net.state_dict()}

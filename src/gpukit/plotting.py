@@ -225,6 +225,7 @@ def figure_to_svg(fig: Figure) -> str:
     gives the same document. The background is white (a white card on a dark page).
 
     Example:
+        >>> from matplotlib.figure import Figure
         >>> fig = Figure()
         >>> _ = fig.subplots().set_xlabel("time")
         >>> svg = figure_to_svg(fig)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter, FuncFormatter
 
 from gpukit._checks import check_choice, check_int, check_number, check_type
 from gpukit.devices import _device_or_gpu
@@ -248,6 +249,10 @@ def mfu(flops: float, seconds: float, peak_flops: float) -> float:
     )
 
 
+def _plain_number(value: float, _position: int) -> str:
+    return f"{value:g}"
+
+
 def plot_roofline(
     roofs: Sequence[Roofline],
     points: Sequence[OpPoint] = (),
@@ -281,9 +286,11 @@ def plot_roofline(
     hi = 10 ** math.ceil(math.log10(max(xs)) + 0.5)
     fig = Figure(figsize=figsize, facecolor="white")
     ax = fig.subplots()
-    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     for roof in roofs:
-        (line,) = ax.plot(grid, [roof.attainable(x) for x in grid], label=roof.name)
+        # Two straight segments on log-log axes: the slope of the bandwidth up to the ridge
+        # point, then the flat peak. Three points draw them exactly (and keep the SVG small).
+        corners = [lo, roof.ridge_point, hi]
+        (line,) = ax.plot(corners, [roof.attainable(x) for x in corners], label=roof.name)
         ax.plot([roof.ridge_point], [roof.peak_flops], "o", color=line.get_color(), ms=4)
     for name, x in marks.items():
         ax.axvline(x, color="0.6", linestyle=":", linewidth=1)
@@ -311,8 +318,12 @@ def plot_roofline(
         yscale="log",
         xlim=(lo, hi),
         xlabel="arithmetic intensity (FLOP/byte)",
-        ylabel="FLOP/s",
+        ylabel="attainable FLOP/s",
     )
+    ax.minorticks_off()  # a tick for every unit between powers of ten: bytes, no information
+    # Plain labels ("0.1", "100 TFLOP/s") rather than 10^n typeset character by character.
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain_number))
+    ax.yaxis.set_major_formatter(EngFormatter(unit="FLOP/s"))
     ax.grid(which="major", linewidth=0.5)
     ax.legend(fontsize=8, loc="lower right")
     return fig

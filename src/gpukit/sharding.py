@@ -22,7 +22,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from gpukit._checks import check_int
+from gpukit._checks import check_int, check_type
 from gpukit.data import load_data_fashion_mnist
 from gpukit.parallel import _rank_device
 
@@ -190,6 +190,7 @@ def reference_steps(
         >>> losses[-1] < losses[0]
         True
     """
+    check_type(net, "net", nn.Module, "a torch.nn.Module")
     optimizer = torch.optim.AdamW(net.parameters(), lr=lr)
     losses = []
     for X, y in batches:
@@ -302,6 +303,15 @@ def _collectives(prof: Any, gather_group: int = 1) -> dict[str, list[int]]:
     return found
 
 
+def _check_config(config: object, required: tuple[str, ...]) -> dict[str, Any]:
+    """A worker's ``config``: a dict that holds at least the keys ``required``."""
+    check_type(config, "config", dict, "a dict")
+    missing = [key for key in required if key not in config]  # type: ignore[operator]
+    if missing:
+        raise ValueError(f"config must hold {', '.join(required)}; missing: {', '.join(missing)}")
+    return config  # type: ignore[return-value]
+
+
 def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any]:
     """A :func:`gpukit.parallel.launch` worker: train :class:`RowTransformer` with FSDP2.
 
@@ -330,6 +340,7 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
         ...     for k, p in reference.named_parameters()) < 1e-4
         True
     """
+    _check_config(config, ("model", "batches", "lr", "variants"))
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed.tensor import DTensor
 
@@ -441,6 +452,7 @@ def tensor_parallel_worker(
         ...     for k, p in reference.named_parameters()) < 1e-4
         True
     """
+    _check_config(config, ("model", "batches", "lr"))
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (
@@ -542,6 +554,7 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
         >>> max((state[k] - p).abs().max().item() for k, p in reference.named_parameters()) < 1e-4
         True
     """
+    _check_config(config, ("model", "batches", "lr", "schedule", "n_microbatches"))
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     device = _rank_device()
@@ -629,4 +642,10 @@ def in_sequence(rank: int, world_size: int, jobs: Sequence[tuple[Any, Any]]) -> 
         >>> [run["max_abs_diff"] for run in runs[0]]
         [0.0, 0.0]
     """
+    pairs = isinstance(jobs, Sequence) and not isinstance(jobs, str)
+    if not pairs or not all(isinstance(job, tuple | list) and len(job) == 2 for job in jobs):
+        raise TypeError(f"jobs must be a sequence of (worker, config) pairs, got {jobs!r}")
+    for worker, _ in jobs:
+        if not callable(worker):
+            raise TypeError(f"jobs must pair a worker function with its config, got {worker!r}")
     return [worker(rank, world_size, config) for worker, config in jobs]

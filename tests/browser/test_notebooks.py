@@ -136,7 +136,7 @@ def test_notebook_renders_like_the_page(desktop, site, tmp_path: Path, name: str
     prose = re.sub(r"\$\$.*?\$\$|\$.*?\$", "", page.evaluate(MARKDOWN_JS, False), flags=re.DOTALL)
     assert re.findall(r"\{[\w:.-]+\}", prose) == [], name  # math (left for MathJax) aside
     images = page.evaluate("[...document.images].map(i => [i.alt, i.complete && i.naturalWidth])")
-    assert images and all(width for _, width in images), images
+    assert all(width for _, width in images), images  # every image loads (some pages have none)
     assert page.locator(".jp-MarkdownCell img").count() == figures, name
     # The page's cells, the install cell, and the cells the page leaves out (e.g. glue).
     removed = [c for c in notebook["cells"] if "remove-cell" in c["metadata"].get("tags", [])]

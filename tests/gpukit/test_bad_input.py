@@ -320,6 +320,26 @@ CASES = [
     ("text_batch", (lambda: torch.arange(10), 2, 10), {}, ValueError, "data"),
     ("text_batch", (lambda: torch.arange(10), "2", 3), {}, TypeError, "batch_size"),
     ("gpt_flops_per_token", (tiny_net, 16), {}, TypeError, "net"),
+    # sharding (the workers check their config in each rank, before joining a group)
+    ("RowTransformer", (), {"d_model": 0}, ValueError, "d_model"),
+    ("RowTransformer", (), {"d_model": 30, "n_heads": 4}, ValueError, "d_model"),
+    ("bubble_fraction", (0, 4), {}, ValueError, "n_stages"),
+    ("bubble_fraction", (2, "4"), {}, TypeError, "n_microbatches"),
+    ("fashion_batches", (0, 4), {}, ValueError, "n_steps"),
+    ("fsdp_worker", (0, 1, "config"), {}, TypeError, "config"),
+    ("fsdp_worker", (0, 1, {"model": {}}), {}, ValueError, "config"),
+    ("tensor_parallel_worker", (0, 1, []), {}, TypeError, "config"),
+    ("pipeline_worker", (0, 1, {"model": {}, "lr": 0.1}), {}, ValueError, "config"),
+    ("in_sequence", (0, 1, "jobs"), {}, TypeError, "jobs"),
+    ("in_sequence", (0, 1, [("worker", {})]), {}, TypeError, "jobs"),
+    ("reference_steps", ("net", [], 0.1), {}, TypeError, "net"),
+    ("sharded_traffic", (0, 2), {}, ValueError, "n_params"),
+    ("sharded_traffic", (10, 0), {}, ValueError, "world_size"),
+    # multinode
+    ("load_checkpoint", ("net", "folder"), {}, TypeError, "net"),
+    ("run_agents", ([],), {}, ValueError, "commands"),
+    ("run_agents", ("torchrun",), {}, TypeError, "commands"),
+    ("run_agents", ([["true"]],), {"timeout_s": 0}, ValueError, "timeout_s"),
 ]
 
 
