@@ -85,7 +85,7 @@ def gpu_check(session: nox.Session) -> None:
 
     ``nox -s gpu-check`` runs the check (report in .gpu-check/report); ``nox -s gpu-check --
     prepare`` writes the folder that lets ``python3 conf/gpu_check.py run`` work offline."""
-    install(session, "gpu-check")
+    install(session, "gpu-check", "kernels")
     session.run("python", "conf/gpu_check.py", *(session.posargs or ["run"]))
 
 
