@@ -81,7 +81,10 @@ KERNEL = "gpu-check"  # the kernelspec the pages run in: this Python, whatever J
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 CODE_CELL = re.compile(r"^`{3,}\{code-cell\}", re.MULTILINE)
 # Statuses of a page.
-OK, FAILED, TIMED_OUT, NOT_RUN = "ok", "failed", "timed out", "not run"
+OK = "ok"
+FAILED = "failed"
+TIMED_OUT = "timed out"
+NOT_RUN = "not run"
 
 
 # -- Prepare (on a machine with a network) --------------------------------------------------
@@ -196,7 +199,8 @@ def missing_modules() -> list[str]:
 def reusable(venv: Path) -> bool:
     """Whether an earlier run made ``venv`` from this Python and it has the packages (a
     second run on the same machine then skips installing)."""
-    python, outer = venv / "bin" / "python", venv / "gpu-check-outer-python"
+    python = venv / "bin" / "python"
+    outer = venv / "gpu-check-outer-python"
     if not outer.is_file() or outer.read_text(encoding="utf-8") != sys.executable:
         return False
     command = [python, "-c", "import " + ", ".join(module_names())]
@@ -219,7 +223,8 @@ def install(offline: Path, venv: Path) -> dict:
     a virtual environment running this script, so a .pth file adds this Python's package
     folders instead (``site.addsitedir`` also reads the .pth files found there)."""
     started = time.monotonic()
-    wheels, python = offline / "wheels", venv / "bin" / "python"
+    wheels = offline / "wheels"
+    python = venv / "bin" / "python"
     if reusable(venv):
         seconds = round(time.monotonic() - started, 1)
         report = {"status": "reused", "from": str(venv), "python": str(python), "log": ""}
@@ -297,12 +302,15 @@ def choose_data(facts: dict, env: dict[str, str], offline: Path) -> dict:
     """Full Fashion-MNIST where gpukit finds it; else the prepared subset (via GPUKIT_DATA)."""
     subset = offline / "fashion-mnist"
     if env.get(DATA_VAR):
-        folder, source = Path(env[DATA_VAR]), f"{DATA_VAR} (set before the check)"
+        folder = Path(env[DATA_VAR])
+        source = f"{DATA_VAR} (set before the check)"
     elif facts.get("data"):
-        folder, source = Path(facts["data"]), "found by gpukit"
+        folder = Path(facts["data"])
+        source = "found by gpukit"
     elif subset.is_dir():
         env[DATA_VAR] = str(subset)
-        folder, source = subset, "the prepared subset"
+        folder = subset
+        source = "the prepared subset"
     else:
         return {"folder": None, "source": "none: the pages that read Fashion-MNIST will fail"}
     counts = {}
@@ -326,7 +334,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     if "GPU_CHECK_GPUS" not in os.environ:  # no GPU: tests/conftest.py skips them, saying why
         return
     found = int(os.environ["GPU_CHECK_GPUS"])
-    keep, left_out = [], []
+    keep = []
+    left_out = []
     for item in items:
         wanted = gpus_wanted_by(item)
         (left_out if wanted is not None and wanted > found else keep).append(item)
@@ -341,7 +350,8 @@ def junit_results(path: Path) -> list[dict]:
     results = []
     for case in ElementTree.parse(path).iter("testcase"):
         name = f"{case.get('classname', '')}::{case.get('name')}".lstrip(":")
-        result, message = "passed", ""
+        result = "passed"
+        message = ""
         for tag in ("failure", "error", "skipped"):
             found = case.find(tag)
             if found is not None:
@@ -362,7 +372,8 @@ def junit_results(path: Path) -> list[dict]:
 def run_tests(tests: Path, env: dict[str, str], gpus: int, timeout: float, out: Path) -> dict:
     """The CUDA-marked tests under ``tests``: required to run where the GPUs are there."""
     started = time.monotonic()
-    junit, left_out_file = out / "tests.xml", out / "tests-left-out.json"
+    junit = out / "tests.xml"
+    left_out_file = out / "tests-left-out.json"
     junit.unlink(missing_ok=True)
     left_out_file.unlink(missing_ok=True)
     env = dict(env)
@@ -480,7 +491,8 @@ def execute_page(page: Path, timeout: float, workdir: Path, progress: Path) -> d
     def on_start(cell, cell_index, **_) -> None:
         if cell_index not in ordinal:  # full_traceback's cell
             return
-        state["index"], state["cell_started"] = cell_index, time.monotonic()
+        state["index"] = cell_index
+        state["cell_started"] = time.monotonic()
         progress.write_text(json.dumps(where(cell_index)), encoding="utf-8")
 
     def on_executed(cell, cell_index, **_) -> None:
@@ -584,7 +596,8 @@ class Pages:
         if timeout < 15:
             return None
         cwd = Path(tempfile.mkdtemp(prefix=f"{page.stem}-", dir=self.workdir))
-        result, progress = cwd / "result.json", cwd / "progress.json"
+        result = cwd / "result.json"
+        progress = cwd / "progress.json"
         log = self.out / "logs" / f"{page.stem}.log"
         command = [sys.executable, __file__, "_page", str(page), "--timeout", str(timeout)]
         command += ["--result", str(result), "--progress", str(progress)]
@@ -627,7 +640,8 @@ class Pages:
         return entry
 
     def run(self) -> list[dict]:
-        waiting, running = list(self.pages), []
+        waiting = list(self.pages)
+        running = []
         while waiting or running:
             while waiting and len(running) < self.jobs:
                 started = self.start(waiting[0])

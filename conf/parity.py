@@ -61,7 +61,8 @@ def read_page(path: Path) -> SimpleNamespace:
     code = [(line, cell) for line, cell in cells if cell.cell_type == "code"]
     kept = {k: v for k, v in notebook.metadata.items() if k not in TRANSLATED}
     page = SimpleNamespace(cells=code, front_matter=kept, labels=set(), references=set())
-    page.toctree, page.recorded = [], notebook.metadata.get(KEY)  # the translation's record
+    page.toctree = []  # the translation's record
+    page.recorded = notebook.metadata.get(KEY)
     parser = create_md_parser(config, RendererHTML)
 
     def scan(text: str) -> None:
@@ -116,7 +117,8 @@ def compare_pages(name: str, en: SimpleNamespace, zh: SimpleNamespace) -> list[s
     ):
         problems.append(f"front matter differs in {', '.join(keys)}")
     for what, title in (("labels", "labels"), ("references", "cross-reference targets")):
-        a, b = getattr(en, what), getattr(zh, what)
+        a = getattr(en, what)
+        b = getattr(zh, what)
         pairs = ((SOURCE, a, b), (TRANSLATION, b, a))
         only = [f"only in {lang}: {', '.join(sorted(x - y))}" for lang, x, y in pairs if x - y]
         problems += [f"{title} differ ({'; '.join(only)})"] if only else []
@@ -143,7 +145,8 @@ def check(docs: Path) -> int:
     ]
     stale = []
     for name in sorted(en_pages & zh_pages):
-        en_path, zh = docs / SOURCE / name, read_page(docs / TRANSLATION / name)
+        en_path = docs / SOURCE / name
+        zh = read_page(docs / TRANSLATION / name)
         problems += compare_pages(name, read_page(en_path), zh)
         if (recorded := zh.recorded) != (now := page_hash(en_path)):
             was = f"records {recorded}" if recorded else f"records no {KEY}"
@@ -180,7 +183,8 @@ def with_translation_of(text: str, value: str) -> str:
     found = FRONT_MATTER.match(text)
     if found is None:
         return f"---\n{line}\n---\n\n{text}"
-    block, pattern = found[1] or "", re.compile(rf"^{KEY}:.*$", re.MULTILINE)
+    block = found[1] or ""
+    pattern = re.compile(rf"^{KEY}:.*$", re.MULTILINE)
     block = pattern.sub(line, block) if pattern.search(block) else block + line + "\n"
     return f"---\n{block}---{found[2]}{text[found.end() :]}"
 

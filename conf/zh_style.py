@@ -83,7 +83,10 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
     A bare fence closes the innermost open directive whose fence it matches (a figure's closing
     ```), and otherwise opens a code block."""
     lines = text.splitlines()
-    found, start, code_fence, directives = [], 0, None, []
+    found = []
+    start = 0
+    code_fence = None
+    directives = []
     if lines[:1] == ["---"]:
         start = lines.index("---", 1) + 1
     for number, line in enumerate(lines[start:], start + 1):
@@ -93,7 +96,8 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
                 code_fence = None
             continue
         if fence:
-            marker, info = fence.group(1), fence.group(2).strip()
+            marker = fence.group(1)
+            info = fence.group(2).strip()
             if not info and directives and marker.startswith(directives[-1]):
                 directives.pop()
             elif marker[0] in "`~" and CODE_INFO.match(info):
@@ -138,7 +142,8 @@ def spacing_fixed(line: str) -> str:
         parts[i] = part
     out = parts[0]
     for atom, part in zip(atoms, parts[1:], strict=True):
-        linked, shown = atom.startswith("]("), shown_text(atom)
+        linked = atom.startswith("](")
+        shown = shown_text(atom)
         if re.match(CJK, shown[0]):
             out = re.sub(f"(?<={CJK}) +$", "", out)
         elif not linked and re.search(f"{CJK}{EMPHASIS}$", out):

@@ -89,7 +89,8 @@ def test_language_switcher_links_to_the_same_page(built: dict, lang, page, href)
 def test_a_changed_extension_reads_every_page_again(monkeypatch, tmp_path: Path) -> None:
     conf = load_conf(monkeypatch, "quick")
     assert conf["site_extensions_hash"] == tree_hash(ROOT, ("conf/_ext",))
-    site, out = copy_fixture_site(tmp_path / "src"), tmp_path / "out"
+    site = copy_fixture_site(tmp_path / "src")
+    out = tmp_path / "out"
     assert sphinx_build(site, "en", out).returncode == 0
     assert documents_read(sphinx_build(site, "en", out).log) == []
     # What conf.py sets when a file of conf/_ext has changed.
@@ -222,7 +223,8 @@ def test_the_chinese_build_says_the_machine_and_workloads_in_chinese(tmp_path: P
     def provenance(lang: str) -> str:
         return re.search(r'<p class="provenance">([^<]*)</p>', builds[lang].page("page"))[1]
 
-    machine, profile = gpukit.describe_machine(), gpukit.current_profile()
+    machine = gpukit.describe_machine()
+    profile = gpukit.current_profile()
     assert machine in provenance("en") and machine in text("en", "about")
     line = provenance("zh")
     # No half-width parenthesis opens a phrase (a CPU model may hold some: "Intel(R) Xeon(R)").

@@ -61,7 +61,9 @@ TIMEOUT = 20
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> dict:
     site = tmp_path_factory.mktemp("site")
-    docs, tests, out = site / "docs", site / "tests", site / "out"
+    docs = site / "docs"
+    tests = site / "tests"
+    out = site / "out"
     docs.mkdir()
     tests.mkdir()
     for name, text in PAGES.items():
@@ -200,7 +202,8 @@ def test_the_subset_holds_what_the_quick_profile_reads():
 
 
 def test_the_size_check_refuses_a_folder_over_the_limit(tmp_path):
-    repo, folder = tmp_path / "repo", tmp_path / "offline"
+    repo = tmp_path / "repo"
+    folder = tmp_path / "offline"
     repo.mkdir()
     folder.mkdir()
     (repo / "tracked.txt").write_bytes(b"x" * 1000)
@@ -218,7 +221,8 @@ def test_on_one_gpu_the_tests_are_required_and_two_gpu_tests_left_out(tmp_path):
     """The one-GPU path, on any machine: told it has one GPU, the check requires the one-GPU
     test to run (here, without a GPU, it fails for that reason) and names the two-GPU test as
     not run."""
-    tests, out = tmp_path / "tests", tmp_path / "out"
+    tests = tmp_path / "tests"
+    out = tmp_path / "out"
     tests.mkdir()
     shutil.copy(ROOT / "tests" / "conftest.py", tests)
     (tests / "test_planted.py").write_text(TESTS, encoding="utf-8")
@@ -240,7 +244,8 @@ def test_on_one_gpu_the_tests_are_required_and_two_gpu_tests_left_out(tmp_path):
 def test_pages_that_cannot_start_within_the_budget_are_not_run(tmp_path):
     """The whole check keeps to its budget: the hanging page gets the time left (not its own
     300 s), the page after it cannot start, and the report says so."""
-    docs, out = tmp_path / "docs", tmp_path / "out"
+    docs = tmp_path / "docs"
+    out = tmp_path / "out"
     docs.mkdir()
     for name in ("hangs", "works"):
         (docs / f"{name}.md").write_text(PAGES[name], encoding="utf-8")

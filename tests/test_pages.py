@@ -34,14 +34,17 @@ def words(text: str) -> float:
 
 def stretches(lines: list[str], first: int = 1) -> Iterator[tuple[float, int]]:
     """(words, line where the stretch starts) of each stretch of prose in MyST ``lines``."""
-    run, start, i = 0.0, first, 0
+    run = 0.0
+    start = first
+    i = 0
     while i < len(lines):
         opening = FENCE.match(lines[i].strip())
         if not opening or not (opening["name"] or opening["fence"][0] == "`"):
             run += 0 if lines[i].startswith("(") else words(lines[i])  # (label)= is no prose
             i += 1
             continue
-        fence, name = opening["fence"], opening["name"] or "code"
+        fence = opening["fence"]
+        name = opening["name"] or "code"
         closing = re.compile(rf"^{re.escape(fence[0])}{{{len(fence)},}}\s*$")
         end = next(
             (j for j in range(i + 1, len(lines)) if closing.match(lines[j].strip())), len(lines)
@@ -49,7 +52,8 @@ def stretches(lines: list[str], first: int = 1) -> Iterator[tuple[float, int]]:
         body = lines[i + 1 : end]
         if name in BREAKS or name == "code":
             yield run, start
-            run, start = 0.0, first + end + 1
+            run = 0.0
+            start = first + end + 1
         elif name == "machine-cases":
             cases = re.split(r"^:{3,}\{case\}.*$", "\n".join(body), flags=re.MULTILINE)[1:]
             run += max((words(case) for case in cases), default=0)

@@ -322,7 +322,8 @@ def test_conf_puts_the_cache_in_the_keyed_folder(monkeypatch) -> None:
 @pytest.fixture(scope="module")
 def edits(twice: dict, data_dir: Path) -> dict:
     """Rebuild build b after a prose-only edit, then after a code edit, of plain.md."""
-    site, out = twice["b"]["site"], twice["b"]["out"]
+    site = twice["b"]["site"]
+    out = twice["b"]["out"]
     page = site / LANG / "plain.md"
     env = {"GPUKIT_DATA": str(data_dir)}
     builds = {}
@@ -375,7 +376,8 @@ def kernels_of(pid: int) -> list[int]:
 
 
 def test_sigkill_during_execution_then_rebuild_publishes_everything(tmp_path: Path) -> None:
-    inside, hold = tmp_path / "inside", tmp_path / "hold"
+    inside = tmp_path / "inside"
+    hold = tmp_path / "hold"
     cell = f"""
         import time
         from pathlib import Path
@@ -501,7 +503,8 @@ def test_repair_cache_removes_incomplete_entries(tmp_path: Path, damage: str) ->
 
 # -- 5. Two builds from an empty cache print the same outputs, apart from times -------------------
 def test_two_builds_print_identical_outputs_except_times(twice: dict) -> None:
-    a, b = twice["a"]["outputs"], twice["b"]["outputs"]
+    a = twice["a"]["outputs"]
+    b = twice["b"]["outputs"]
     assert sorted(a) == sorted(PAGES)
     text = json.dumps(a["outputs"])
     assert "loss " in text and "test acc " in text  # the page trained something

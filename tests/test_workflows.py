@@ -342,7 +342,8 @@ def test_colab_links_open_the_notebooks_the_gpu_workflow_publishes(monkeypatch, 
     # `nox -s workflows` (no torch) cannot.
     pytest.importorskip("torch", reason="conf.py needs torch, which nox -s workflows omits")
     workflow = load(GITHUB / "workflows" / "gpu-site.yml")
-    build, publish = workflow["jobs"]["build"], workflow["jobs"]["notebooks"]
+    build = workflow["jobs"]["build"]
+    publish = workflow["jobs"]["notebooks"]
     assert publish["needs"] == "build" and "refs/heads/main" in publish["if"]
     upload = named_step(build, "Upload the notebooks")
     download = named_step(publish, "Download the notebooks")
@@ -399,7 +400,8 @@ def test_ci_runs_the_readmes_setup_and_test_command() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"```bash\n(.*?)```", readme, re.DOTALL).group(1)
     commands = [line.split("#")[0].strip() for line in block.splitlines()]
-    setup, check = commands[0], commands[-1]
+    setup = commands[0]
+    check = commands[-1]
     assert "venv" in setup and check.endswith("nox"), commands
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()]
     assert ci_lines.index(setup) < ci_lines.index(check), ci_lines

@@ -55,7 +55,9 @@ def visit_details(self, node: details) -> None:
 class Details(SphinxDirective):
     """``{details} Title``: collapsed content with a title."""
 
-    required_arguments, final_argument_whitespace, has_content = 1, True, True
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
 
     def run(self) -> list[nodes.Node]:
         return [details("", *self.parse_content_to_nodes(), summary=self.arguments[0])]

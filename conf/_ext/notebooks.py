@@ -67,7 +67,9 @@ class Markdown:
     """MyST to Jupyter Markdown, for the notebook of one page; figures land in ``attachments``."""
 
     def __init__(self, app, docname: str, glued: dict[str, dict]) -> None:
-        self.app, self.docname, self.glued = app, docname, glued
+        self.app = app
+        self.docname = docname
+        self.glued = glued
         self.parser = create_md_parser(app.env.myst_config, RendererHTML)
         self.url = f"{app.config.site_url}{app.config.site_language}/{docname}.html"
         self.attachments: dict[str, dict[str, str]] = {}
@@ -97,7 +99,8 @@ class Markdown:
         return join_cjk_markdown(text) if self.app.config.language.startswith("zh") else text
 
     def role(self, match: re.Match) -> str:
-        name, text = match["name"], match["text"]
+        name = match["name"]
+        text = match["text"]
         if name is None:
             return match[0]
         if name in ("ref", "numref", "doc"):
@@ -214,7 +217,9 @@ def reader_notebook(app, docname: str, text: str, install: str) -> str:
 
 def keep_notebook(app, doctree) -> None:
     """Store the notebook myst-nb has just written for this page (and this language)."""
-    docname, config, notebooks = app.env.docname, app.env.mystnb_config, app.env.gpukit_notebooks
+    docname = app.env.docname
+    config = app.env.mystnb_config
+    notebooks = app.env.gpukit_notebooks
     notebooks.pop(docname, None)
     if "kernelspec" not in app.env.metadata.get(docname, {}) or config.execution_mode != "cache":
         return

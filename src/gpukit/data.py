@@ -137,7 +137,8 @@ def find_fashion_mnist(
     cache = Path(xdg_cache) / "gpukit" / "fashion-mnist"
     looked = []
     if root is None and os.environ.get(ENV_VAR):
-        root, source = os.environ[ENV_VAR], f"the {ENV_VAR} environment variable"
+        root = os.environ[ENV_VAR]
+        source = f"the {ENV_VAR} environment variable"
     else:
         source = "the root argument"
     places = [(SYSTEM_DIR, "Debian/Ubuntu package dataset-fashion-mnist"), (cache, "user cache")]

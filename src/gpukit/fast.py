@@ -1,7 +1,7 @@
 """Fast training on one device: the recipe of the page of that name, in one function.
 
 :func:`train_fast` takes :func:`gpukit.training.train_ch6`'s arguments, trains in the same
-epoch loop (``gpukit.training._train_epochs``) and returns the same
+epoch loop (``gpukit._loop.train_epochs``) and returns the same
 :class:`~gpukit.training.TrainResult`, with a switch for each step of the recipe.
 """
 
@@ -14,10 +14,18 @@ import torch
 from torch import nn
 
 from gpukit._checks import check_choice, check_int, check_number, check_type
+from gpukit._loop import (
+    Batches,
+    TrainResult,
+    batch_size_of,
+    check_training_arguments,
+    finish_run,
+    seed_and_init,
+    train_epochs,
+)
 from gpukit.devices import _device_or_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.timing import Timer, format_seconds
-from gpukit.training import Batches, TrainResult, _batch_size, _check, _finish, _init, _train_epochs
 
 __all__ = ["auto_precision", "train_fast"]
 
@@ -61,13 +69,15 @@ class _OnDevice:
 
     def __init__(self, batches: Batches, batch_size: int, device: torch.device, seed: int):
         pairs = _read_once(batches)
-        X, y = torch.cat([X for X, _ in pairs]), torch.cat([y for _, y in pairs])
+        X = torch.cat([X for X, _ in pairs])
+        y = torch.cat([y for _, y in pairs])
         # Fashion-MNIST's pixels are multiples of 1/255: as uint8 they take a quarter of the
         # memory and of the copy, and nothing is lost
         as_bytes = (X * 255).round()
         self.scale = 255.0 if torch.equal(as_bytes / 255, X) else 1.0
         self.X = (as_bytes.to(torch.uint8) if self.scale == 255 else X).to(device)
-        self.y, self.batch_size = y.to(device), min(batch_size, len(y))
+        self.y = y.to(device)
+        self.batch_size = min(batch_size, len(y))
         self.generator = torch.Generator().manual_seed(seed)
 
     def __len__(self) -> int:
@@ -170,7 +180,15 @@ def train_fast(
         >>> if torch.cuda.is_available():
         ...     r = train_fast(lenet(), [(X, y)], [(X, y)], 1, 0.1, "cuda:0", verbose=False)
     """
-    _check(net, num_epochs, lr, init, seed, schedule, train_iter=train_iter, test_iter=test_iter)
+    check_training_arguments(
+        net=net,
+        num_epochs=num_epochs,
+        lr=lr,
+        init=init,
+        seed=seed,
+        schedule=schedule,
+        batches={"train_iter": train_iter, "test_iter": test_iter},
+    )
     if batch_size is not None:
         check_int(batch_size, "batch_size")
     if check_number(momentum, "momentum", zero=True) >= 1:
@@ -188,11 +206,11 @@ def train_fast(
     precision = auto_precision(device) if precision == "auto" else precision
     if compile is None:
         compile = device.type == "cuda"
-    _init(net, init, seed)
+    seed_and_init(net, init=init, seed=seed)
     model = _prepare(net, device, channels_last, compile)
     batches: Batches = train_iter
     if on_device:
-        batches = _OnDevice(train_iter, batch_size or _batch_size(train_iter), device, seed)
+        batches = _OnDevice(train_iter, batch_size or batch_size_of(train_iter), device, seed)
     test = [(X.to(device), y.to(device)) for X, y in _read_once(test_iter)]
     notes = ["data on the device"] * on_device + ["channels-last"] * channels_last + [precision]
     compile_seconds = 0.0
@@ -201,29 +219,32 @@ def train_fast(
         compile_seconds = _warm_up(model, net, X.to(device), y.to(device), _DTYPES[precision])
         notes.append(f"compiled in {format_seconds(compile_seconds)}")
     optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0)
-    history, n_train = _train_epochs(
+
+    def evaluate() -> float:
+        return evaluate_accuracy_gpu(net, test, device)
+
+    history, n_train = train_epochs(
         model,
         batches,
-        num_epochs,
-        lr,
-        device,
-        schedule,
-        lambda: evaluate_accuracy_gpu(net, test, device),
+        num_epochs=num_epochs,
+        lr=lr,
+        device=device,
+        schedule=schedule,
+        evaluate=evaluate,
         plot=plot,
         optimizer=optimizer,
         autocast=_DTYPES[precision],
         sync_every_step=not metrics_on_device,
     )
-    size = batches.batch_size if on_device else _batch_size(train_iter)  # type: ignore[union-attr]
-    return _finish(
+    return finish_run(
         history,
-        [str(device)],
-        n_train,
-        test,
-        size,
-        lr,
-        schedule,
-        ", ".join(notes),
-        verbose,
+        devices=[str(device)],
+        n_train=n_train,
+        n_test=sum(len(y) for _, y in test),
+        batch_size=batch_size_of(batches),
+        lr=lr,
+        schedule=schedule,
+        note=", ".join(notes),
         compile_seconds=compile_seconds,
+        verbose=verbose,
     )

@@ -44,7 +44,8 @@ class _Block(nn.Module):
     def __init__(self, num_hiddens: int, num_heads: int) -> None:
         super().__init__()
         self.num_heads = num_heads
-        self.norm1, self.norm2 = nn.LayerNorm(num_hiddens), nn.LayerNorm(num_hiddens)
+        self.norm1 = nn.LayerNorm(num_hiddens)
+        self.norm2 = nn.LayerNorm(num_hiddens)
         self.qkv = nn.Linear(num_hiddens, 3 * num_hiddens, bias=False)
         self.proj = nn.Linear(num_hiddens, num_hiddens, bias=False)
         self.mlp = nn.Sequential(
@@ -166,7 +167,8 @@ def load_python_source(max_bytes: int = 1_000_000) -> torch.Tensor:
     """
     check_int(max_bytes, "max_bytes")
     root = pathlib.Path(sysconfig.get_paths()["stdlib"])
-    chunks, size = [], 0
+    chunks = []
+    size = 0
     for path in sorted(root.rglob("*.py")):
         parts = path.relative_to(root).parts
         if parts[0] in ("test", "site-packages") or "tests" in parts:
@@ -255,7 +257,8 @@ def generate(
         raise ValueError(
             f"prompt must be (batch, steps) with steps + num_tokens <= max_len={net.max_len}"
         )
-    out, cache = prompt, ([] if use_cache else None)
+    out = prompt
+    cache = [] if use_cache else None
     logits = net(prompt, cache)
     for i in range(num_tokens):
         if temperature == 0:

@@ -130,7 +130,8 @@ def _time(
         for _ in range(warmup):
             op()
         rounds = min(5, repeats)
-        timer, per_call = Timer(dev if cuda else None), []
+        timer = Timer(dev if cuda else None)
+        per_call = []
         for r in range(rounds):
             size = repeats // rounds + (r < repeats % rounds)
             timer.start()
@@ -337,7 +338,8 @@ def matmul_throughput(
     out = torch.empty_like(a)
     with _float32_matmul(dtype):
         seconds, per_product = _time(lambda: torch.matmul(a, b, out=out), dev, repeats, 2)
-    flops, what = 2 * n**3 / per_product, f"{dtype} matmul {n}x{n}"
+    flops = 2 * n**3 / per_product
+    what = f"{dtype} matmul {n}x{n}"
     if dev.type == "cpu":
         return Measurement(_label(dev), what, repeats, seconds, flops / 1e9, "GFLOP/s")
     peak = _peak_tflops(torch.cuda.get_device_name(dev), dtype)

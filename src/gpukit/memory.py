@@ -37,7 +37,8 @@ def format_bytes(nbytes: int) -> str:
         ('512 B', '44.7 MiB', '3.0 GiB')
     """
     check_int(nbytes, "nbytes", None, "a number of bytes")
-    size, unit = float(abs(nbytes)), 0
+    size = float(abs(nbytes))
+    unit = 0
     while size >= 1024 and unit < len(_UNITS) - 1:
         size, unit = size / 1024, unit + 1
     sign = "-" if nbytes < 0 else ""
@@ -167,6 +168,7 @@ def measure_memory(fn: Callable[[], Any], device: str | torch.device = "cpu") ->
     torch.cuda.reset_peak_memory_stats(dev)
     result = fn()
     torch.cuda.synchronize(dev)
-    peak, held = torch.cuda.max_memory_allocated(dev), torch.cuda.memory_allocated(dev)
+    peak = torch.cuda.max_memory_allocated(dev)
+    held = torch.cuda.memory_allocated(dev)
     del result
     return MemoryUse(peak=peak - before, held=held - before)

@@ -261,7 +261,8 @@ def launch(
     """
     if not callable(worker):
         raise TypeError(f"worker must be a function, got {type(worker).__name__}")
-    module, name = getattr(worker, "__module__", None), getattr(worker, "__qualname__", "")
+    module = getattr(worker, "__module__", None)
+    name = getattr(worker, "__qualname__", "")
     if module in (None, "__main__") or "<" in name or "." in name:
         raise TypeError(
             "worker must be a function defined at the top level of an importable module (new "
@@ -273,11 +274,19 @@ def launch(
     check_number(timeout_s, "timeout_s")
     if run_timeout_s is not None:
         check_number(run_timeout_s, "run_timeout_s")
-    return _launch(worker, world_size, args, backend, timeout_s, run_timeout_s)
+    return _launch(
+        worker,
+        world_size=world_size,
+        args=args,
+        backend=backend,
+        timeout_s=timeout_s,
+        run_timeout_s=run_timeout_s,
+    )
 
 
 def _launch(
     worker: Callable[..., Any],
+    *,
     world_size: int,
     args: tuple[Any, ...],
     backend: str,
@@ -384,7 +393,8 @@ def ring_allreduce(tensor: torch.Tensor) -> torch.Tensor:
     check_type(tensor, "tensor", torch.Tensor, "a torch.Tensor")
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return tensor
-    n, rank = dist.get_world_size(), dist.get_rank()
+    n = dist.get_world_size()
+    rank = dist.get_rank()
     flat = tensor.detach().reshape(-1).clone()
     chunks = list(flat.tensor_split(n))
     inbox = list(torch.empty_like(flat).tensor_split(n))

@@ -186,7 +186,8 @@ class Animator:
             for i, (a, b) in enumerate(zip(xs, ys, strict=True))
         ]
         if self.X is None or self.Y is None:
-            self.X, self.Y = [[] for _ in range(n)], [[] for _ in range(n)]
+            self.X = [[] for _ in range(n)]
+            self.Y = [[] for _ in range(n)]
         for i, (a, b) in enumerate(points):
             if a is not None and b is not None:
                 self.X[i].append(a)

@@ -24,7 +24,7 @@ from typing import TypeVar
 import torch
 
 from gpukit._checks import check_choice, check_int
-from gpukit.training import SCHEDULES, _settings
+from gpukit._loop import SCHEDULES, describe_run
 
 __all__ = ["PROFILES", "Profile", "Workload", "current_profile", "pick"]
 
@@ -72,14 +72,14 @@ class Workload:
     def describe(self) -> str:
         """One line with the amount of data and the settings, for page outputs."""
         prefix = f"{self.name}: " if self.name else ""
-        settings = _settings(
-            self.n_train or 60_000,
-            self.n_test or 10_000,
-            self.batch_size,
-            self.lr,
-            self.schedule,
-            self.epochs,
-            self.resize,
+        settings = describe_run(
+            n_train=self.n_train or 60_000,
+            n_test=self.n_test or 10_000,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            schedule=self.schedule,
+            epochs=self.epochs,
+            resize=self.resize,
         )
         return prefix + settings
 

@@ -52,7 +52,8 @@ class Attention(nn.Module):
     def __init__(self, d_model: int, n_heads: int) -> None:
         super().__init__()
         self.head_dim = d_model // n_heads
-        self.q, self.v = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.q = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model)
         # No bias for the keys: it adds the same number to all scores of a query, which the
         # softmax ignores. Its gradient is zero up to rounding, and Adam would turn that
         # rounding noise into full-size steps that differ from run to run.
@@ -74,7 +75,8 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int) -> None:
         super().__init__()
-        self.up, self.down = nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model)
+        self.up = nn.Linear(d_model, 4 * d_model)
+        self.down = nn.Linear(4 * d_model, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(F.gelu(self.up(x)))
@@ -85,8 +87,10 @@ class Block(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int) -> None:
         super().__init__()
-        self.norm1, self.attn = nn.LayerNorm(d_model), Attention(d_model, n_heads)
-        self.norm2, self.mlp = nn.LayerNorm(d_model), MLP(d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attn = Attention(d_model, n_heads)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = MLP(d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.norm1(x))
@@ -110,7 +114,8 @@ class ClassHead(nn.Module):
 
     def __init__(self, d_model: int, num_classes: int = 10) -> None:
         super().__init__()
-        self.norm, self.linear = nn.LayerNorm(d_model), nn.Linear(d_model, num_classes)
+        self.norm = nn.LayerNorm(d_model)
+        self.linear = nn.Linear(d_model, num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear(self.norm(x).mean(dim=1))
@@ -344,7 +349,8 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed.tensor import DTensor
 
-    device, mesh = _rank_device(), _mesh((world_size,))
+    device = _rank_device()
+    mesh = _mesh((world_size,))
     results = []
     for variant in config["variants"]:
         net = RowTransformer(**config["model"]).to(device)
@@ -357,7 +363,9 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
             fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
         fully_shard(net, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
         optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
-        losses, unsharded, collectives = [], 0, {}
+        losses = []
+        unsharded = 0
+        collectives = {}
         for step, (X, y) in enumerate(config["batches"]):
             X, y = X.tensor_split(world_size)[rank].to(device), y.tensor_split(world_size)[rank]
             optimizer.zero_grad()
@@ -503,7 +511,8 @@ def tensor_parallel_worker(
         fully_shard(net, mesh=mesh["dp"])
     row = mesh.get_local_rank("dp")
     optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
-    losses, collectives = [], {}
+    losses = []
+    collectives = {}
     for step, (X, y) in enumerate(config["batches"]):
         X, y = X.tensor_split(dp)[row].to(device), y.tensor_split(dp)[row].to(device)
         optimizer.zero_grad()
@@ -603,7 +612,9 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
     kind = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[config["schedule"]]
     schedule = kind(stage, n_microbatches=config["n_microbatches"], loss_fn=loss_fn)
     optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
-    losses, step_seconds, busy_seconds = [], [], []
+    losses = []
+    step_seconds = []
+    busy_seconds = []
     for X, y in config["batches"]:
         optimizer.zero_grad()
         busy[0] = 0.0

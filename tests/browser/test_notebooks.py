@@ -73,7 +73,8 @@ def test_executed_page_offers_its_notebook_and_colab(desktop_tab, site, name: st
     page = desktop_tab
     lang, page_name = name.split("/", 1)
     page.goto(site.url(name), wait_until="domcontentloaded")
-    download, colab = page.locator("a.notebook-download"), page.locator("a.notebook-colab")
+    download = page.locator("a.notebook-download")
+    colab = page.locator("a.notebook-colab")
     assert (download.inner_text(), colab.inner_text()) == LABELS[lang]
     assert download.is_visible() and colab.is_visible()
 
@@ -107,7 +108,8 @@ def test_executed_page_offers_its_notebook_and_colab(desktop_tab, site, name: st
 def test_notebook_renders_like_the_page(desktop, site, tmp_path: Path, name: str) -> None:
     page = desktop
     page.goto(site.url(name), wait_until="domcontentloaded")
-    figures, cells = page.locator("article figure").count(), page.locator("div.cell").count()
+    figures = page.locator("article figure").count()
+    cells = page.locator("div.cell").count()
 
     notebook = notebook_of(name)
     # Cells the page collapses (solutions) are collapsed in JupyterLab too.

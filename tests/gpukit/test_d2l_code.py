@@ -60,7 +60,8 @@ def test_resnet_data_as_d2l_loads_it(
 
 def test_multi_gpu_helpers_as_d2l_calls_them() -> None:
     devices = [d2l.cpu(), d2l.cpu()]  # D2L: d2l.try_all_gpus()
-    X, y = torch.rand(6, 1, 28, 28), torch.arange(6)
+    X = torch.rand(6, 1, 28, 28)
+    y = torch.arange(6)
     X_shards, y_shards = d2l.split_batch(X, y, devices)
     assert [len(shard) for shard in y_shards] == [3, 3]
     grads = [torch.ones(2), 2 * torch.ones(2)]

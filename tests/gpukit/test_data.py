@@ -272,11 +272,14 @@ def test_shuffle_is_seeded(fake_fashion_mnist):
     a, _ = load_data_fashion_mnist(8, root=folder, seed=3)
     b, _ = load_data_fashion_mnist(8, root=folder, seed=3)
     c, _ = load_data_fashion_mnist(8, root=folder, seed=4)
-    a1, b1, c1 = first_pixels(a), first_pixels(b), first_pixels(c)
+    a1 = first_pixels(a)
+    b1 = first_pixels(b)
+    c1 = first_pixels(c)
     assert a1 == b1 and a1 != c1
     assert sorted(a1) == list(range(50)) and a1 != sorted(a1)
     # Each epoch is shuffled anew, and the sequence of epochs is the same in both runs.
-    a2, b2 = first_pixels(a), first_pixels(b)
+    a2 = first_pixels(a)
+    b2 = first_pixels(b)
     assert a2 != a1 and a2 == b2
 
 

@@ -30,7 +30,8 @@ def test_the_model_is_causal():
     tokens = torch.randint(256, (1, 10))
     changed = tokens.clone()
     changed[0, 6] = (changed[0, 6] + 1) % 256
-    before, after = net(tokens), net(changed)
+    before = net(tokens)
+    after = net(changed)
     assert torch.allclose(before[:, :6], after[:, :6], atol=1e-6)  # no look ahead
     assert not torch.allclose(before[:, 6:], after[:, 6:])
 

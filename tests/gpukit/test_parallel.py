@@ -143,7 +143,8 @@ def test_allreduce_bad_arguments(data, error, match):
 
 def test_get_params_copies_even_on_the_same_device():
     params = lenet_params(seed=0)
-    a, b = get_params(params, "cpu"), get_params(params, CPU)
+    a = get_params(params, "cpu")
+    b = get_params(params, CPU)
     for p, q, r in zip(params, a, b, strict=True):
         assert q is not p and q.data_ptr() != r.data_ptr() and torch.equal(q, p)
         assert q.requires_grad and q.is_leaf and not p.requires_grad
@@ -181,7 +182,8 @@ def _train_step(params, devices, X, y, lr):
 def test_replicas_take_the_same_step_as_one_device(n_devices):
     params = lenet_params(0.1, seed=0)
     g = torch.Generator().manual_seed(0)
-    X, y = torch.rand(12, 1, 28, 28, generator=g), torch.arange(12) % 10
+    X = torch.rand(12, 1, 28, 28, generator=g)
+    y = torch.arange(12) % 10
     (single,) = _train_step(params, [CPU], X, y, 0.5)
     replicas = _train_step(params, [CPU] * n_devices, X, y, 0.5)
     for W in replicas:

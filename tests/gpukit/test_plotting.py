@@ -163,7 +163,8 @@ def test_svg_is_valid_with_every_reference_defined(svg):
 def test_svg_background_is_opaque_white(svg):
     first_shape = re.search(r"<path [^>]*/>", svg).group(0)
     width, height = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups()
-    w, h = round(float(width)), round(float(height))
+    w = round(float(width))
+    h = round(float(height))
     assert f'd="M0 {h}L{w} {h}L{w} 0L0 0z"' in first_shape  # covers the whole figure
     assert "fill: #ffffff" in first_shape and "opacity" not in first_shape
 

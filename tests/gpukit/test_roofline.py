@@ -34,7 +34,9 @@ def test_roof_is_the_lower_of_memory_and_compute():
 
 
 def test_matmul_cost_counts_a_multiply_and_an_add_per_term():
-    m, n, k = 2, 3, 5
+    m = 2
+    n = 3
+    k = 5
     flops, nbytes = matmul_cost(m, n, k)
     assert flops == 2 * m * n * k == 60
     assert nbytes == 4 * (m * k + k * n + m * n)

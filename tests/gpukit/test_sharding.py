@@ -22,11 +22,13 @@ MODEL = {"d_model": 16, "n_heads": 2, "n_blocks": 2}
 
 
 def test_row_transformer_is_seeded_and_splits_into_named_stages():
-    a, b = RowTransformer(**MODEL), RowTransformer(**MODEL)
+    a = RowTransformer(**MODEL)
+    b = RowTransformer(**MODEL)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     X = torch.rand(3, 1, 28, 28)
     whole = a(X)
-    first, last = RowTransformer(**MODEL), RowTransformer(**MODEL)
+    first = RowTransformer(**MODEL)
+    last = RowTransformer(**MODEL)
     del first.blocks["1"]
     first.head = None
     del last.blocks["0"]

@@ -12,13 +12,13 @@ import pytest
 import torch
 from torch import nn
 
+from gpukit._loop import check_training_arguments
 from gpukit.data import DataNotFoundError, find_fashion_mnist, load_data_fashion_mnist
 from gpukit.models import lenet
 from gpukit.profiles import PROFILES, Workload
 from gpukit.training import (
     EpochStats,
     TrainResult,
-    _check,
     lr_factor,
     sgd,
     train_ch6,
@@ -42,7 +42,8 @@ needs_data = pytest.mark.skipif(
 
 def _toy_batches(n: int = 40, batch: int = 8, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
-    X, y = torch.rand(n, 1, 28, 28, generator=g), torch.arange(n) % 10
+    X = torch.rand(n, 1, 28, 28, generator=g)
+    y = torch.arange(n) % 10
     return [(X[i : i + batch], y[i : i + batch]) for i in range(0, n, batch)]
 
 
@@ -54,9 +55,24 @@ def _numbers(result: TrainResult) -> list[tuple[float, float, float]]:
 # ---------------------------------------------------------------- TrainResult and sgd
 
 
+RUN = {
+    "test_acc": 0.81,
+    "sec_per_epoch": 2.5,
+    "devices": ["cpu"],
+    "epochs": 2,
+    "n_train": 2000,
+    "n_test": 1000,
+    "batch_size": 16,
+    "lr": 0.3,
+}
+
+
 def test_summary_names_devices_data_and_settings():
-    history = [EpochStats(1, 0.9, 0.6, 0.7, 2.0), EpochStats(2, 0.5, 0.8, 0.81, 3.0)]
-    result = TrainResult(0.81, 2.5, ["cpu"], 2, 2000, 1000, 16, 0.3, history, note="why")
+    history = [
+        EpochStats(epoch=1, train_loss=0.9, train_acc=0.6, test_acc=0.7, seconds=2.0),
+        EpochStats(epoch=2, train_loss=0.5, train_acc=0.8, test_acc=0.81, seconds=3.0),
+    ]
+    result = TrainResult(**RUN, history=history, note="why")
     assert result.summary() == (
         "test acc 0.81, 2.5000 sec/epoch on [cpu] (why)\n"
         "2,000 training / 1,000 test images, batch 16, lr 0.3, 2 epochs"
@@ -66,8 +82,16 @@ def test_summary_names_devices_data_and_settings():
 
 
 def test_summary_names_a_schedule():
-    result = TrainResult(0.81, 2.5, ["cpu"], 2, 2000, 1000, 16, 0.3, schedule="warmup-cosine")
+    result = TrainResult(**RUN, schedule="warmup-cosine")
     assert result.summary().endswith("lr 0.3 (warm-up + cosine decay), 2 epochs")
+
+
+def test_results_are_built_by_name():
+    # Twelve fields in a row are easy to misplace: a positional call is refused.
+    with pytest.raises(TypeError):
+        TrainResult(0.81, 2.5, ["cpu"], 2, 2000, 1000, 16, 0.3)
+    with pytest.raises(TypeError):
+        EpochStats(1, 0.9, 0.6, 0.7, 2.0)
 
 
 def test_lr_factor_warms_up_over_the_first_epoch_then_decays_to_zero():
@@ -262,7 +286,8 @@ LOWERED_KERNELS = {
 
 
 def _learned(result: TrainResult) -> bool:
-    first, last = result.history[0], result.history[-1]
+    first = result.history[0]
+    last = result.history[-1]
     return result.test_acc > 0.4 and last.train_loss < 0.8 * first.train_loss  # chance: 0.1
 
 
@@ -373,7 +398,15 @@ def test_checking_a_loader_leaves_its_shuffle_alone(fake_fashion_mnist):
     root = fake_fashion_mnist(n_train=48, n_test=20)
     checked, _ = load_data_fashion_mnist(8, root=root)
     fresh, _ = load_data_fashion_mnist(8, root=root)
-    _check(lenet(), 1, 0.1, "xavier", 0, "constant", train_iter=checked)
+    check_training_arguments(
+        net=lenet(),
+        num_epochs=1,
+        lr=0.1,
+        init="xavier",
+        seed=0,
+        schedule="constant",
+        batches={"train_iter": checked},
+    )
     assert [y.tolist() for _, y in checked] == [y.tolist() for _, y in fresh]
 
 

@@ -1,0 +1,360 @@
+"""The epoch loop behind every training function of gpukit, and what it returns.
+
+:mod:`gpukit.training` (one device, ``nn.DataParallel``, DDP processes) and
+:mod:`gpukit.fast` (the fast-training recipe) place the model and the data each in their own
+way, then hand over to :func:`train_epochs` and :func:`finish_run`. Every function here takes
+its settings by keyword, so that a caller reads as what it asks for.
+
+The records, :class:`EpochStats` and :class:`TrainResult`, and the learning-rate schedules are
+part of gpukit's interface: :mod:`gpukit.training` exports them and the API page documents
+them there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from gpukit._checks import check_choice, check_int, check_number
+from gpukit.models import init_weights
+from gpukit.plotting import Animator
+from gpukit.timing import Timer, format_seconds
+
+Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
+
+#: The learning-rate schedules the training functions accept, with the words summaries use.
+SCHEDULES = {"constant": "", "warmup-cosine": "warm-up + cosine decay"}
+WARMUP_START = 0.1  # the warm-up starts at a tenth of the learning rate
+LEGEND = ["train loss", "train acc", "test acc"]
+
+
+def schedule_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: int) -> float:
+    """:func:`gpukit.training.lr_factor` without its checks, for the loop's every step."""
+    if schedule == "constant":
+        return 1.0
+    if step < steps_per_epoch:
+        return WARMUP_START + (1 - WARMUP_START) * step / steps_per_epoch
+    decay_steps = max(1, steps_per_epoch * (num_epochs - 1))
+    progress = min(1.0, (step - steps_per_epoch) / decay_steps)
+    return 0.5 * (1 + math.cos(math.pi * progress))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpochStats:
+    """What one epoch measured.
+
+    Attributes:
+        epoch: 1 for the first epoch.
+        train_loss: mean training loss over the epoch's examples.
+        train_acc: fraction of the epoch's training examples classified correctly.
+        test_acc: test accuracy after the epoch.
+        seconds: time spent training (evaluation excluded).
+        lr: the learning rate of the epoch's last step (it changes under a schedule).
+    """
+
+    epoch: int
+    train_loss: float
+    train_acc: float
+    test_acc: float
+    seconds: float
+    lr: float | None = None
+
+
+@dataclass(kw_only=True)
+class TrainResult:
+    """The numbers of one training run, for a page to print, plot or compare.
+
+    Attributes:
+        test_acc: test accuracy after the last epoch.
+        sec_per_epoch: mean training time per epoch (evaluation excluded).
+        devices: the devices that really computed, e.g. ``["cuda:0", "cuda:1"]``.
+        epochs: number of epochs.
+        n_train: training examples per epoch.
+        n_test: test examples.
+        batch_size: examples per optimisation step, over all devices together.
+        lr: learning rate (its peak, under a schedule).
+        history: one :class:`EpochStats` per epoch.
+        note: how the devices were used, when that needs saying.
+        schedule: the learning-rate schedule, a key of :data:`SCHEDULES`.
+        compile_seconds: time spent compiling before the first epoch
+            (:func:`gpukit.fast.train_fast`), not counted in ``sec_per_epoch``.
+
+    Example:
+        >>> r = TrainResult(test_acc=0.8512, sec_per_epoch=12.34561, devices=["cuda:0", "cuda:1"],
+        ...                 epochs=10, n_train=60000, n_test=10000, batch_size=512, lr=0.2)
+        >>> print(r.summary())
+        test acc 0.85, 12.3456 sec/epoch on [cuda:0, cuda:1]
+        60,000 training / 10,000 test images, batch 512, lr 0.2, 10 epochs
+    """
+
+    test_acc: float
+    sec_per_epoch: float
+    devices: list[str]
+    epochs: int
+    n_train: int
+    n_test: int
+    batch_size: int
+    lr: float
+    history: list[EpochStats] = field(default_factory=list)
+    note: str = ""
+    schedule: str = "constant"
+    compile_seconds: float = 0.0
+
+    def summary(self) -> str:
+        """Two lines: accuracy, time and devices; then the amount of data and the settings."""
+        note = f" ({self.note})" if self.note else ""
+        first = f"test acc {self.test_acc:.2f}, {format_seconds(self.sec_per_epoch)}/epoch"
+        settings = describe_run(
+            n_train=self.n_train,
+            n_test=self.n_test,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            schedule=self.schedule,
+            epochs=self.epochs,
+        )
+        return f"{first} on [{', '.join(self.devices)}]{note}\n{settings}"
+
+
+def describe_run(
+    *,
+    n_train: int,
+    n_test: int,
+    batch_size: int,
+    lr: float,
+    schedule: str,
+    epochs: int,
+    resize: int | None = None,
+) -> str:
+    """The data and settings of a run in one line, as summaries and workloads print them."""
+    schedule_words = f" ({SCHEDULES[schedule]})" if SCHEDULES[schedule] else ""
+    size = f" of {resize}x{resize} pixels" if resize is not None else ""
+    plural = "s" if epochs != 1 else ""
+    return (
+        f"{n_train:,} training / {n_test:,} test images{size}, batch {batch_size}, "
+        f"lr {lr:g}{schedule_words}, {epochs} epoch{plural}"
+    )
+
+
+def check_training_arguments(
+    *,
+    net: object,
+    num_epochs: object,
+    lr: object,
+    init: object,
+    seed: object,
+    schedule: object,
+    batches: dict[str, object],
+) -> None:
+    """The checks of the arguments that the training functions share.
+
+    ``batches`` maps an argument's name (``"train_iter"``) to its value: each must be read
+    again at every epoch.
+    """
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+    check_int(num_epochs, "num_epochs")
+    check_number(lr, "lr")
+    if init not in ("xavier", "normal", None):
+        raise ValueError(
+            f"init must be 'xavier', 'normal' or None (keep the weights), got {init!r}"
+        )
+    check_int(seed, "seed", None)
+    check_choice(schedule, "schedule", SCHEDULES)
+    for name, data_iter in batches.items():
+        if not isinstance(data_iter, Iterable) or isinstance(data_iter, torch.Tensor):
+            raise TypeError(f"{name} must be an iterable of (X, y) minibatches, e.g. a DataLoader")
+        # Not iter(data_iter) is data_iter: a DataLoader's iter() draws from its shuffling
+        # generator, and the check would change the batches of the run it checks.
+        if isinstance(data_iter, Iterator):
+            raise TypeError(
+                f"{name} is read once per epoch, so it must be a DataLoader or a list of (X, y) "
+                "minibatches, not a one-shot iterator or generator"
+            )
+
+
+def seed_and_init(net: nn.Module, *, init: str | None, seed: int) -> None:
+    """Seed torch's global generator and re-initialise ``net`` from ``seed`` (``None``: keep)."""
+    torch.manual_seed(seed)
+    if init is not None:
+        init_weights(net, init, seed=seed)
+
+
+def batch_size_of(train_iter: Batches) -> int:
+    """The examples per minibatch of ``train_iter``: a DataLoader's setting, or the first
+    minibatch's size."""
+    size = getattr(train_iter, "batch_size", None)
+    if isinstance(size, int):
+        return size
+    for X, _ in train_iter:
+        return len(X)
+    raise ValueError("train_iter yielded no examples")
+
+
+def count_examples(test_iter: Batches) -> int:
+    """The examples of ``test_iter``: a DataLoader's dataset, not a pass over the loader (which
+    would draw a random seed from torch's global generator)."""
+    dataset = getattr(test_iter, "dataset", None)
+    if dataset is not None:
+        return len(dataset)
+    return sum(len(y) for _, y in test_iter)
+
+
+def plot_history(history: list[EpochStats], *, num_epochs: int) -> None:
+    """Draw the curves of a finished run, as :func:`train_epochs` draws them while it runs."""
+    animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND)
+    for stats in history:
+        animator.add(stats.epoch, (stats.train_loss, stats.train_acc, stats.test_acc))
+
+
+def train_step(
+    model: nn.Module,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    autocast: torch.dtype | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimizer step on the minibatch ``(X, y)``; returns the predictions and the loss.
+
+    Under ``torch.autocast`` the forward pass and the loss run their convolutions and matrix
+    products in ``autocast`` (``None``: fp32); weights, gradients and the update stay fp32.
+    For float16 the scaler multiplies the loss before ``backward``, so that small gradients do
+    not round to zero, and divides the gradients by the same factor before the update; when
+    it is disabled (fp32, bf16) it passes everything on unchanged.
+    """
+    optimizer.zero_grad()
+    with torch.autocast(X.device.type, autocast, enabled=autocast is not None):
+        y_hat = model(X)
+        loss = nn.functional.cross_entropy(y_hat, y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)  # skips the update if a gradient overflowed to inf or NaN
+    scaler.update()  # after an overflow, a smaller factor for the next steps
+    return y_hat, loss
+
+
+def _steps_per_epoch(train_iter: Batches) -> int:
+    try:
+        return len(train_iter)  # type: ignore[arg-type]
+    except TypeError:
+        return sum(1 for _ in train_iter)
+
+
+def train_epochs(
+    model: nn.Module,
+    train_iter: Batches,
+    *,
+    num_epochs: int,
+    lr: float,
+    device: torch.device,
+    schedule: str,
+    evaluate: Callable[[], float],
+    reduce: Callable[[torch.Tensor, float], tuple[torch.Tensor, float]] | None = None,
+    before_epoch: Callable[[int], None] | None = None,
+    plot: bool = False,
+    optimizer: torch.optim.Optimizer | None = None,
+    autocast: torch.dtype | None = None,
+    sync_every_step: bool = False,
+) -> tuple[list[EpochStats], int]:
+    """SGD on cross-entropy for ``num_epochs`` passes over ``train_iter``, the learning rate
+    following ``schedule`` at every step; returns one :class:`EpochStats` per epoch and the
+    training examples of an epoch (over all ranks).
+
+    The callers differ in how they place the model and in three hooks: ``evaluate()`` gives
+    the test accuracy after an epoch, ``reduce(totals, seconds)`` combines the epoch's
+    ``[loss sum, correct, examples]`` and time over DDP ranks, ``before_epoch(epoch)``
+    reshuffles a distributed sampler. The metrics stay on ``device`` and are read once an
+    epoch (a ``.item()`` per minibatch would make the CPU wait for the GPU at every step).
+
+    :func:`gpukit.fast.train_fast`'s options: ``optimizer`` replaces plain SGD (``lr`` is the
+    schedule's peak); ``autocast`` runs forward and loss in that dtype (float16 also scales the
+    loss); ``sync_every_step`` reads the metrics after every minibatch, as D2L's loop does.
+    """
+    if optimizer is None:
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    scaler = torch.amp.GradScaler(device.type, enabled=autocast == torch.float16)
+    steps = _steps_per_epoch(train_iter)
+    # The scheduler steps once per minibatch.
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: schedule_factor(schedule, step, steps, num_epochs)
+    )
+    animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND) if plot else None
+    history: list[EpochStats] = []
+    for epoch in range(num_epochs):
+        if before_epoch is not None:
+            before_epoch(epoch)
+        model.train()
+        sums = torch.zeros(2, dtype=torch.float64, device=device)  # loss sum, correct
+        examples = 0
+        step_lr = lr
+        timer = Timer()
+        for X, y in train_iter:
+            X = X.to(device)
+            y = y.to(device)
+            step_lr = optimizer.param_groups[0]["lr"]
+            y_hat, batch_loss = train_step(
+                model, X, y, optimizer=optimizer, scaler=scaler, autocast=autocast
+            )
+            scheduler.step()
+            with torch.no_grad():
+                step_sums = torch.stack((batch_loss * len(y), (y_hat.argmax(dim=1) == y).sum()))
+                sums += step_sums
+            if sync_every_step:
+                step_sums.tolist()  # makes the CPU wait for the GPU, as D2L's .item() calls do
+            examples += len(y)
+        seconds = timer.stop()
+        if examples == 0:
+            raise ValueError("train_iter yielded no examples")
+        totals = torch.cat((sums.cpu(), torch.tensor([examples], dtype=torch.float64)))
+        if reduce is not None:
+            totals, seconds = reduce(totals, seconds)
+        loss_sum, correct, count = totals.tolist()
+        stats = EpochStats(
+            epoch=epoch + 1,
+            train_loss=loss_sum / count,
+            train_acc=correct / count,
+            test_acc=evaluate(),
+            seconds=seconds,
+            lr=step_lr,
+        )
+        history.append(stats)
+        if animator is not None:
+            animator.add(stats.epoch, (stats.train_loss, stats.train_acc, stats.test_acc))
+    return history, int(count)
+
+
+def finish_run(
+    history: list[EpochStats],
+    *,
+    devices: list[str],
+    n_train: int,
+    n_test: int,
+    batch_size: int,
+    lr: float,
+    schedule: str,
+    note: str = "",
+    compile_seconds: float = 0.0,
+    verbose: bool = True,
+) -> TrainResult:
+    """The :class:`TrainResult` of a finished run, printed with ``verbose``."""
+    result = TrainResult(
+        test_acc=history[-1].test_acc,
+        sec_per_epoch=sum(stats.seconds for stats in history) / len(history),
+        devices=devices,
+        epochs=len(history),
+        n_train=n_train,
+        n_test=n_test,
+        batch_size=batch_size,
+        lr=lr,
+        history=history,
+        note=note,
+        schedule=schedule,
+        compile_seconds=compile_seconds,
+    )
+    if verbose:
+        print(result.summary())
+    return result
