@@ -28,7 +28,16 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 KEY = "translation_of"
 # Front matter that may differ between the languages (and source_map, myst-nb's line numbers);
 # every other key decides how the page runs or where it sits, and must be the same.
-TRANSLATED = {KEY, "title", "description", "html_meta", "author", "authors", "source_map"}
+TRANSLATED = {
+    KEY,
+    "summary",
+    "title",
+    "description",
+    "html_meta",
+    "author",
+    "authors",
+    "source_map",
+}
 # Directives whose content is not MyST: no labels or references are looked for inside.
 LITERAL = {"code-cell", "code-block", "code", "sourcecode", "math", "raw", "toctree", "eval-rst"}
 ROLES = {"ref", "numref", "eq", "doc"}
@@ -61,8 +70,9 @@ def read_page(path: Path) -> SimpleNamespace:
     code = [(line, cell) for line, cell in cells if cell.cell_type == "code"]
     kept = {k: v for k, v in notebook.metadata.items() if k not in TRANSLATED}
     page = SimpleNamespace(cells=code, front_matter=kept, labels=set(), references=set())
-    page.toctree = []  # the translation's record
-    page.recorded = notebook.metadata.get(KEY)
+    page.toctree = []
+    page.recorded = notebook.metadata.get(KEY)  # the translation's record
+    page.has_summary = "summary" in notebook.metadata
     parser = create_md_parser(config, RendererHTML)
 
     def scan(text: str) -> None:
@@ -83,9 +93,9 @@ def read_page(path: Path) -> SimpleNamespace:
                 if name == "toctree":
                     entries = [line.strip() for line in found.body if line.strip()]
                     page.toctree += [(TARGET.search(e) or ["", e])[1] for e in entries]
-                elif name == "learning-path":  # the book's toctree: "page: summary" lines
-                    entries = [line for line in found.body if line.strip()]
-                    page.toctree += [e.partition(":")[0].strip() for e in entries if e[0] != "#"]
+                elif name == "learning-path":  # the book's toctree: "# part" lines and pages
+                    entries = [line.strip() for line in found.body if line.strip()]
+                    page.toctree += [e for e in entries if not e.startswith("#")]
                 elif name not in LITERAL:  # MyST, with labels and references of its own
                     scan(argument + "\n\n" + "\n".join(found.body))
 
@@ -116,6 +126,9 @@ def compare_pages(name: str, en: SimpleNamespace, zh: SimpleNamespace) -> list[s
         if en.front_matter.get(k) != zh.front_matter.get(k)
     ):
         problems.append(f"front matter differs in {', '.join(keys)}")
+    if en.has_summary != zh.has_summary:
+        only = SOURCE if en.has_summary else TRANSLATION
+        problems.append(f"front matter 'summary' only in {only}: translate it with the page")
     for what, title in (("labels", "labels"), ("references", "cross-reference targets")):
         a = getattr(en, what)
         b = getattr(zh, what)

@@ -314,14 +314,9 @@ def test_an_api_section_lists_its_modules_public_names(tmp_path: Path) -> None:
 def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
     """The About page's execution table (conf/_ext/provenance.py) and the index's learning path
     (conf/_ext/learning_path.py) in each language, with a status every font can show."""
-    site = copy_fixture_site(tmp_path / "src")
+    site = _site_with_learning_path(tmp_path / "src")
     for lang in ("en", "zh"):
         (site / lang / "about.md").write_text("# About\n\n```{nb-exec-table}\n```\n", "utf-8")
-        index = site / lang / "index.md"
-        # The learning path writes the book's numbered toctree: page leaves the fixture's own.
-        path = ":::{learning-path} The book\n# Part one\npage: Teaches `one` thing.\n:::\n\n"
-        text = index.read_text("utf-8").replace("```{toctree}", path + "```{toctree}", 1)
-        index.write_text(text.replace("page\n", "about\n", 1), "utf-8")
     builds = {lang: sphinx_build(site, lang, tmp_path / "out") for lang in ("en", "zh")}
 
     def text(lang: str, page: str) -> str:
@@ -335,14 +330,54 @@ def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Pa
     for chinese in ("页面", "修改时间", "方式", "运行时间（秒）", "状态", "完成"):
         assert chinese in text("zh", "about"), text("zh", "about")
     assert "Run Time" not in text("zh", "about") and "Document" not in text("zh", "about")
-    # The page's title links to it; reading time and GPUs come from the page itself.
+    # The page's title links to it; summary, reading time and GPUs come from the page itself,
+    # in the index's language.
     assert "A page Teaches one thing. 5 min none" in text("en", "index")
     assert "阅读时间" in text("zh", "index")
-    assert "一个页面 Teaches one thing. 5 分钟 无" in text("zh", "index")
+    assert "一个页面 教一件事。 5 分钟 无" in text("zh", "index")
     assert "Part one" in text("en", "index")
     # ... and puts the page in the book, numbered, in the sidebar of every page.
     assert '<span class="section-number">1. </span>A page' in builds["en"].page("page")
     assert "The book" in text("en", "about")
+    # The summary is also the page's description for search engines, in its language.
+    assert '<meta name="description" content="Teaches one thing." />' in builds["en"].page("page")
+    assert '<meta name="description" content="教一件事。" />' in builds["zh"].page("page")
+
+
+def _site_with_learning_path(dest: Path) -> Path:
+    """The fixture site with a learning path of one part, whose page says what it teaches."""
+    site = copy_fixture_site(dest)
+    summaries = {"en": "Teaches `one` thing.", "zh": "教一件事。"}
+    for lang, summary in summaries.items():
+        page = site / lang / "page.md"
+        text = page.read_text("utf-8")
+        page.write_text(text.replace("---\n", f"---\nsummary: {summary}\n", 1), "utf-8")
+        index = site / lang / "index.md"
+        # The learning path writes the book's numbered toctree: page leaves the fixture's own.
+        text = index.read_text("utf-8").replace("page\n", "about\n", 1)
+        path = ":::{learning-path} The book\n# Part one\npage\n:::\n\n"
+        index.write_text(text.replace("```{toctree}", path + "```{toctree}", 1), "utf-8")
+    return site
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (("page\n:::", "page: Teaches one thing.\n:::"), "goes in its own front matter"),
+        (("summary: Teaches `one` thing.\n", ""), "page has no 'summary' in its front matter"),
+        (("page\n:::", "pgae\n:::"), "no page 'pgae'"),
+    ],
+    ids=["summary in the index", "no summary", "misspelt page"],
+)
+def test_a_learning_path_without_a_pages_summary_fails(tmp_path: Path, change, error) -> None:
+    site = _site_with_learning_path(tmp_path / "src")
+    (site / "en" / "about.md").write_text("# About\n", "utf-8")
+    old, new = change
+    for path in (site / "en" / "index.md", site / "en" / "page.md"):
+        path.write_text(path.read_text("utf-8").replace(old, new), "utf-8")
+    build = sphinx_build(site, "en", tmp_path / "out")
+    assert build.returncode != 0
+    assert error in build.log, build.log
 
 
 NOTEBOOK_PAGE = """

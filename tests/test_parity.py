@@ -82,9 +82,7 @@ def test_fixture_page_is_read_completely() -> None:
 def test_the_learning_paths_pages_are_toctree_entries(tmp_path: Path) -> None:
     # The index's {learning-path} writes the book's toctree (conf/_ext/learning_path.py).
     index = tmp_path / "index.md"
-    path = (
-        ":::{learning-path} The book\n# Part one\npage: Teaches: one thing.\n\nother: Two.\n:::\n"
-    )
+    path = ":::{learning-path} The book\n# Part one\npage\n\n# Part two\nother\n:::\n"
     index.write_text(f"# Index\n\n{path}", encoding="utf-8")
     assert parity.read_page(index).toctree == ["page", "other"]
 
@@ -136,6 +134,12 @@ BREAKS = {
         "front matter differs in kernelspec",
     ),
     "gpus": ("zh/page.md", "gpus: 1", "gpus: 2", "front matter differs in gpus"),
+    "summary in one language": (
+        "zh/page.md",
+        "gpus: 1\n",
+        "gpus: 1\nsummary: 教一件事。\n",
+        "front matter 'summary' only in zh: translate it with the page",
+    ),
     "section label": (
         "zh/page.md",
         "(sec-parity-page)=",
@@ -215,6 +219,8 @@ def test_page_in_one_language_only_is_reported(tree: Path, lang: str) -> None:
 
 
 def test_prose_and_literal_blocks_may_differ(tree: Path, notebook_hash) -> None:
+    edit(tree / "en/page.md", "gpus: 1\n", "gpus: 1\nsummary: Teaches one thing.\n")
+    edit(tree / "zh/page.md", "gpus: 1\n", "gpus: 1\nsummary: 教一件事。\n")
     edit(tree / "zh/page.md", "字面块中的内容", "字面块里的文字")
     edit(tree / "zh/page.md", "(不是标签)=", "(另一个不是标签的东西)=")
     edit(tree / "zh/page.md", 'print("不是单元格")', "1 + 1")

@@ -1,7 +1,9 @@
 """A page's front matter, the YAML block between two ``---`` lines at its top, read one way.
 
 The GPU guard, the provenance notice, the learning path and the tests read it here; parity
-takes it from the notebook that myst-nb parses from the same block.
+takes it from the notebook that myst-nb parses from the same block. The keys of this project:
+``gpus`` (how many GPUs the page's full run wants), ``summary`` (what the page teaches, in the
+page's language) and, on a translation, ``translation_of`` (conf/parity.py).
 """
 
 import re
@@ -25,10 +27,27 @@ def split_front_matter(text: str) -> tuple[dict, str]:
     return yaml.safe_load(found["yaml"] or "") or {}, text[found.end() :]
 
 
-def gpus_wanted(path: Path) -> int:
-    """The GPUs a page's full run wants: ``gpus`` in its front matter, 0 if none."""
-    front_matter, _ = split_front_matter(path.read_text(encoding="utf-8"))
-    gpus = front_matter.get("gpus", 0)
+def read_front_matter(path: Path) -> tuple[dict, str]:
+    """A page's front matter, checked, and the text after it.
+
+    ``gpus`` (the GPUs the page's full run wants) is an integer >= 0, 0 where the page does not
+    say; ``summary`` (what the page teaches, for the learning path and the page's description
+    in search results), where there is one, is a non-empty string.
+    """
+    front_matter, body = split_front_matter(path.read_text(encoding="utf-8"))
+    gpus = front_matter.setdefault("gpus", 0)
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
         raise ConfigError(f"{path}: front matter 'gpus' must be an integer >= 0, got {gpus!r}")
-    return gpus
+    summary = front_matter.get("summary")
+    if summary is not None and not (isinstance(summary, str) and summary.strip()):
+        raise ConfigError(
+            f"{path}: front matter 'summary' must be a sentence saying what the page teaches, "
+            f"got {summary!r}"
+        )
+    return front_matter, body
+
+
+def gpus_wanted(path: Path) -> int:
+    """The GPUs a page's full run wants: ``gpus`` in its front matter, 0 if none."""
+    front_matter, _ = read_front_matter(path)
+    return front_matter["gpus"]

@@ -26,7 +26,7 @@ from gpukit.timing import Timer, format_seconds
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
-#: The learning-rate schedules the training functions accept, with the words summaries use.
+# gpukit.training.SCHEDULES, documented there
 SCHEDULES = {"constant": "", "warmup-cosine": "warm-up + cosine decay"}
 WARMUP_START = 0.1  # the warm-up starts at a tenth of the learning rate
 LEGEND = ["train loss", "train acc", "test acc"]
@@ -79,7 +79,7 @@ class TrainResult:
         lr: learning rate (its peak, under a schedule).
         history: one :class:`EpochStats` per epoch.
         note: how the devices were used, when that needs saying.
-        schedule: the learning-rate schedule, a key of :data:`SCHEDULES`.
+        schedule: the learning-rate schedule, a key of :data:`gpukit.training.SCHEDULES`.
         compile_seconds: time spent compiling before the first epoch
             (:func:`gpukit.fast.train_fast`), not counted in ``sec_per_epoch``.
 

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from gpukit import _loop
 from gpukit._checks import check_choice, check_int, check_number, check_tensors
 from gpukit._loop import (
-    SCHEDULES,
     Batches,
     EpochStats,
     TrainResult,
@@ -50,6 +50,9 @@ __all__ = [
     "train_ddp",
 ]
 
+#: The learning-rate schedules the training functions accept (see :func:`lr_factor`), each with
+#: the words a summary prints for it.
+SCHEDULES = _loop.SCHEDULES
 EVAL_BATCH_SIZE = 256  # test examples per forward pass of train_ddp's rank 0
 
 
