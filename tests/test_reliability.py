@@ -214,6 +214,7 @@ def key_root(tmp_path: Path) -> Path:
     """A copy of what the cache key hashes, plus some prose that it must not hash."""
     for tree in ("src/gpukit", "conf/ipython"):
         shutil.copytree(ROOT / tree, tmp_path / tree, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "conf" / "kernel_env.py", tmp_path / "conf")
     (tmp_path / "docs" / "en").mkdir(parents=True)
     (tmp_path / "docs" / "en" / "page.md").write_text("# Prose\n", encoding="utf-8")
     (tmp_path / "README.md").write_text("# Read me\n", encoding="utf-8")
@@ -247,7 +248,15 @@ def test_cache_key_changes_with_new_renamed_and_profile_files(key_root: Path) ->
     assert execution.cache_key(key_root, "quick") == key
     # The IPython profile shapes every output (e.g. how tracebacks look).
     startup = next((key_root / "conf" / "ipython").rglob("*.py"))
-    startup.write_text(startup.read_text(encoding="utf-8") + "\n_changed = 1\n", encoding="utf-8")
+    original = startup.read_text(encoding="utf-8")
+    startup.write_text(original + "\n_changed = 1\n", encoding="utf-8")
+    assert execution.cache_key(key_root, "quick") != key
+    startup.write_text(original, encoding="utf-8")
+    # So does the kernel's environment (say, a log level that quiets an output).
+    kernel_env = key_root / "conf" / "kernel_env.py"
+    kernel_env.write_text(
+        kernel_env.read_text(encoding="utf-8").replace('"6"', '"5"'), encoding="utf-8"
+    )
     assert execution.cache_key(key_root, "quick") != key
 
 

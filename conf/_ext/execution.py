@@ -36,18 +36,21 @@ import gpukit
 logger = logging.getLogger(__name__)
 
 TAG = "raises-exception"
-# Everything, besides a page's own code, that decides what its cells print.
-HASHED_TREES = ("src/gpukit", "conf/ipython")
+# Everything, besides a page's own code, that decides what its cells print: the helpers, the
+# kernel's IPython profile and the kernel's environment.
+HASHED_TREES = ("src/gpukit", "conf/ipython", "conf/kernel_env.py")
 
 
 def tree_hash(root: Path, trees: tuple[str, ...] = HASHED_TREES) -> str:
-    """SHA-256 over the relative paths and the code of every source file under ``trees``.
+    """SHA-256 over the relative paths and the code of every Python file in ``trees`` (folders,
+    or single files).
 
     The code, not the bytes: :func:`code_of` leaves docstrings, comments and layout out, so
     that an edited docstring does not execute the whole site again."""
     digest = hashlib.sha256()
     for tree in trees:
-        for path in sorted((root / tree).rglob("*.py")):
+        top = root / tree
+        for path in [top] if top.suffix == ".py" else sorted(top.rglob("*.py")):
             # Editors' lock files (".#devices.py", often a dangling link) and backups are
             # not sources: hashing them would crash or re-execute the site for nothing.
             if "__pycache__" in path.parts or path.name.startswith(".") or not path.is_file():
