@@ -119,6 +119,12 @@ class TrainResult:
         return f"{first} on [{', '.join(self.devices)}]{note}\n{settings}"
 
 
+# Readers meet both records as gpukit.training's (the API page, reprs, pickles between ranks),
+# as NumPy does for the public names of its private modules.
+EpochStats.__module__ = "gpukit.training"
+TrainResult.__module__ = "gpukit.training"
+
+
 def describe_run(
     *,
     n_train: int,
