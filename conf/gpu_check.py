@@ -369,7 +369,7 @@ def junit_results(path: Path) -> list[dict]:
     return results
 
 
-def run_tests(tests: Path, env: dict[str, str], gpus: int, timeout: float, out: Path) -> dict:
+def run_tests(tests: Path, *, env: dict[str, str], gpus: int, timeout: float, out: Path) -> dict:
     """The CUDA-marked tests under ``tests``: required to run where the GPUs are there."""
     started = time.monotonic()
     junit = out / "tests.xml"
@@ -388,7 +388,7 @@ def run_tests(tests: Path, env: dict[str, str], gpus: int, timeout: float, out: 
     command += ["-p", "no:cacheprovider", "-q", f"--junitxml={junit}"]
     command += ["--continue-on-collection-errors"]
     log = out / "logs" / "tests.log"
-    code = run_logged(command, env, ROOT, timeout, log)
+    code = run_logged(command, env=env, cwd=ROOT, timeout=timeout, log=log)
     report = {"seconds": round(time.monotonic() - started, 1), "log": str(log)}
     report["required"] = bool(gpus)
     if code is None:
@@ -405,7 +405,7 @@ def run_tests(tests: Path, env: dict[str, str], gpus: int, timeout: float, out: 
     return report | {"status": status, "exit_code": code, "results": results}
 
 
-def run_logged(command: list, env: dict, cwd: Path, timeout: float, log: Path) -> int | None:
+def run_logged(command: list, *, env: dict, cwd: Path, timeout: float, log: Path) -> int | None:
     """Run ``command`` with its output in ``log``; None when killed at ``timeout`` seconds
     (with every process it started: it runs in a session of its own)."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -611,7 +611,15 @@ class Pages:
                 start_new_session=True,
             )
         print(f"  started {page.stem} (timeout {timeout:.0f} s)", flush=True)
-        return Running(page, process, time.monotonic(), timeout, result, progress, log)
+        return Running(
+            page=page,
+            process=process,
+            started=time.monotonic(),
+            timeout=timeout,
+            result=result,
+            progress=progress,
+            log=log,
+        )
 
     def finish(self, run: Running, killed: bool) -> None:
         seconds = round(time.monotonic() - run.started, 1)
@@ -768,7 +776,7 @@ def check(args: argparse.Namespace) -> int:
     else:
         print("CUDA tests ...", flush=True)
         budget = min(args.tests_timeout, deadline - time.monotonic() - 60)
-        report["tests"] = run_tests(args.tests, env, gpus, budget, out)
+        report["tests"] = run_tests(args.tests, env=env, gpus=gpus, timeout=budget, out=out)
     pages = executed_pages(args.docs)
     if args.pages:
         unknown = set(args.pages) - {p.stem for p in pages}
@@ -787,7 +795,17 @@ def check(args: argparse.Namespace) -> int:
         return text
 
     save([])
-    runner = Pages(pages, env, workdir, out, args.jobs, args.page_timeout, deadline, gpus, save)
+    runner = Pages(
+        pages=pages,
+        env=env,
+        workdir=workdir,
+        out=out,
+        jobs=args.jobs,
+        page_timeout=args.page_timeout,
+        deadline=deadline,
+        gpus=gpus,
+        save=save,
+    )
     print(save(runner.run(), complete=True), end="")
     shutil.rmtree(workdir, ignore_errors=True)
     bad_pages = any(p["status"] != OK for p in report["pages"])

@@ -228,7 +228,7 @@ def test_on_one_gpu_the_tests_are_required_and_two_gpu_tests_left_out(tmp_path):
     (tests / "test_planted.py").write_text(TESTS, encoding="utf-8")
     paths = [str(ROOT / "src"), str(SCRIPT.parent), os.environ.get("PYTHONPATH", "")]
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, paths))}
-    report = gpu_check.run_tests(tests, env, gpus=1, timeout=120, out=out)
+    report = gpu_check.run_tests(tests, env=env, gpus=1, timeout=120, out=out)
     results = {r["test"].split("::")[-1]: r for r in report["results"]}
     assert report["required"] is True
     assert results["test_two_gpus"]["result"] == "not run"

@@ -108,7 +108,12 @@ def _prepare(
 
 
 def _warm_up(
-    model: nn.Module, net: nn.Module, X: torch.Tensor, y: torch.Tensor, dtype: torch.dtype | None
+    model: nn.Module,
+    net: nn.Module,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    dtype: torch.dtype | None,
 ) -> float:
     """Compile forward and backward on one minibatch; the weights and buffers stay as they are."""
     buffers = [b.clone() for b in net.buffers()]  # batch norm's running averages
@@ -216,7 +221,7 @@ def train_fast(
     compile_seconds = 0.0
     if compile is not False:
         X, y = _read_once(batches, 1)[0]
-        compile_seconds = _warm_up(model, net, X.to(device), y.to(device), _DTYPES[precision])
+        compile_seconds = _warm_up(model, net, X.to(device), y.to(device), dtype=_DTYPES[precision])
         notes.append(f"compiled in {format_seconds(compile_seconds)}")
     optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0)
 

@@ -74,7 +74,7 @@ _DTYPES = {
 _DIRECTIONS = ("host_to_device", "device_to_host", "within_device")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Measurement:
     """One measured figure and the device it was measured on.
 
@@ -83,7 +83,8 @@ class Measurement:
     per operation over the rounds; ``peak`` is the datasheet peak in ``unit``, where known.
 
     Example:
-        >>> print(Measurement("cuda:0", "bf16 matmul", 20, 0.03, 733.0, "TFLOP/s", peak=989.5))
+        >>> print(Measurement(device="cuda:0", what="bf16 matmul", count=20, seconds=0.03,
+        ...                   value=733.0, unit="TFLOP/s", peak=989.5))
         cuda:0: bf16 matmul
           20 in 0.0300 sec -> 733.0 TFLOP/s (74% of 989.5 peak)
     """
@@ -123,7 +124,7 @@ def _peak_tflops(name: str, dtype: str) -> float | None:
 
 
 def _time(
-    op: Callable[[], object], dev: torch.device | None, repeats: int, warmup: int
+    op: Callable[[], object], dev: torch.device | None, *, repeats: int, warmup: int
 ) -> tuple[float, float]:
     cuda = dev is not None and dev.type == "cuda"
     with torch.cuda.device(dev) if cuda else contextlib.nullcontext():
@@ -163,7 +164,8 @@ def time_op(
         raise TypeError(f"op must be a callable without arguments, got {type(op).__name__}")
     check_int(repeats, "repeats")
     check_int(warmup, "warmup", 0)
-    return _time(op, None if device is None else existing_device(device), repeats, warmup)
+    dev = None if device is None else existing_device(device)
+    return _time(op, dev, repeats=repeats, warmup=warmup)
 
 
 def copy_bandwidth(
@@ -215,8 +217,17 @@ def copy_bandwidth(
         arrow = "host->device" if direction == "host_to_device" else "device->host"
         what = f"{arrow} copy, {'pinned' if pinned else 'pageable'} memory, {size}"
     # non_blocking only has an effect with pinned memory; it lets the copies queue.
-    seconds, per_copy = _time(lambda: dst.copy_(src, non_blocking=pinned), dev, repeats, 1)
-    return Measurement(_label(dev), what, repeats, seconds, nbytes / per_copy / 1e9, "GB/s")
+    seconds, per_copy = _time(
+        lambda: dst.copy_(src, non_blocking=pinned), dev, repeats=repeats, warmup=1
+    )
+    return Measurement(
+        device=_label(dev),
+        what=what,
+        count=repeats,
+        seconds=seconds,
+        value=nbytes / per_copy / 1e9,
+        unit="GB/s",
+    )
 
 
 def launch_latency(
@@ -253,8 +264,15 @@ def launch_latency(
         what = f"tiny kernel, {what}"
     else:
         what = f"tiny op, {what} (CPU: dispatch overhead, no kernel launch)"
-    seconds, per_op = _time(op, dev, repeats, 10)
-    return Measurement(_label(dev), what, repeats, seconds, per_op * 1e6, "µs per op")
+    seconds, per_op = _time(op, dev, repeats=repeats, warmup=10)
+    return Measurement(
+        device=_label(dev),
+        what=what,
+        count=repeats,
+        seconds=seconds,
+        value=per_op * 1e6,
+        unit="µs per op",
+    )
 
 
 def matmul_dtypes(device: str | torch.device | None = None) -> list[str]:
@@ -337,10 +355,26 @@ def matmul_throughput(
     )
     out = torch.empty_like(a)
     with _float32_matmul(dtype):
-        seconds, per_product = _time(lambda: torch.matmul(a, b, out=out), dev, repeats, 2)
+        seconds, per_product = _time(
+            lambda: torch.matmul(a, b, out=out), dev, repeats=repeats, warmup=2
+        )
     flops = 2 * n**3 / per_product
     what = f"{dtype} matmul {n}x{n}"
     if dev.type == "cpu":
-        return Measurement(_label(dev), what, repeats, seconds, flops / 1e9, "GFLOP/s")
-    peak = _peak_tflops(torch.cuda.get_device_name(dev), dtype)
-    return Measurement(_label(dev), what, repeats, seconds, flops / 1e12, "TFLOP/s", peak)
+        return Measurement(
+            device=_label(dev),
+            what=what,
+            count=repeats,
+            seconds=seconds,
+            value=flops / 1e9,
+            unit="GFLOP/s",
+        )
+    return Measurement(
+        device=_label(dev),
+        what=what,
+        count=repeats,
+        seconds=seconds,
+        value=flops / 1e12,
+        unit="TFLOP/s",
+        peak=_peak_tflops(torch.cuda.get_device_name(dev), dtype),
+    )

@@ -24,19 +24,32 @@ peak_tflops = measure._peak_tflops
 
 # -- Measurement ----------------------------------------------------------------------------
 def test_measurement_text_names_device_time_and_rate():
-    m = Measurement("cpu (2 threads)", "host memory copy, 1 MiB", 4, 0.5, 8.4, "GB/s")
+    m = Measurement(
+        device="cpu (2 threads)",
+        what="host memory copy, 1 MiB",
+        count=4,
+        seconds=0.5,
+        value=8.4,
+        unit="GB/s",
+    )
     assert str(m) == "cpu (2 threads): host memory copy, 1 MiB\n  4 in 0.5000 sec -> 8.4 GB/s"
 
 
 def test_measurement_text_with_peak():
     m = Measurement(
-        "cuda:0 (NVIDIA H200)", "fp32 matmul 8192x8192", 20, 0.4, 50.25, "TFLOP/s", 67.0
+        device="cuda:0 (NVIDIA H200)",
+        what="fp32 matmul 8192x8192",
+        count=20,
+        seconds=0.4,
+        value=50.25,
+        unit="TFLOP/s",
+        peak=67.0,
     )
     assert str(m).endswith(" -> 50.2 TFLOP/s (75% of 67 peak)")
 
 
 def test_measurement_is_frozen():
-    m = Measurement("cpu", "x", 1, 1.0, 1.0, "GB/s")
+    m = Measurement(device="cpu", what="x", count=1, seconds=1.0, value=1.0, unit="GB/s")
     with pytest.raises(AttributeError):
         m.value = 2.0  # type: ignore[misc]
 

@@ -59,9 +59,14 @@ def test_newer_gpus_have_higher_ridge_points_in_bf16():
     assert ridges == sorted(ridges)
 
 
+def one_second(what: str, value: float, unit: str) -> Measurement:
+    """A measurement of one operation that took a second on the CPU."""
+    return Measurement(device="cpu", what=what, count=1, seconds=1.0, value=value, unit=unit)
+
+
 def fake_measurements(monkeypatch, *, gbps: float, rate: float, unit: str) -> None:
-    copy = Measurement("cpu", "copy", 1, 1.0, gbps, "GB/s")
-    product = Measurement("cpu", "matmul", 1, 1.0, rate, unit)
+    copy = one_second("copy", gbps, "GB/s")
+    product = one_second("matmul", rate, unit)
     monkeypatch.setattr(roofline, "copy_bandwidth", lambda *a, **k: copy)
     monkeypatch.setattr(roofline, "matmul_throughput", lambda *a, **k: product)
 
@@ -85,12 +90,12 @@ def test_measured_roof_takes_the_best_run(monkeypatch):
     monkeypatch.setattr(
         roofline,
         "matmul_throughput",
-        lambda *a, **k: Measurement("cpu", "matmul", 1, 1.0, next(rates), "GFLOP/s"),
+        lambda *a, **k: one_second("matmul", next(rates), "GFLOP/s"),
     )
     monkeypatch.setattr(
         roofline,
         "copy_bandwidth",
-        lambda *a, **k: Measurement("cpu", "copy", 1, 1.0, next(gbps), "GB/s"),
+        lambda *a, **k: one_second("copy", next(gbps), "GB/s"),
     )
     roof = measured_roofline("cpu", matmul_sizes=(64, 128), tries=2)
     assert roof.peak_flops == 90.0 * 1e9
