@@ -360,21 +360,13 @@ def matmul_throughput(
         )
     flops = 2 * n**3 / per_product
     what = f"{dtype} matmul {n}x{n}"
-    if dev.type == "cpu":
-        return Measurement(
-            device=_label(dev),
-            what=what,
-            count=repeats,
-            seconds=seconds,
-            value=flops / 1e9,
-            unit="GFLOP/s",
-        )
+    on_gpu = dev.type == "cuda"  # GPUs in TFLOP/s, against their datasheet peak
     return Measurement(
         device=_label(dev),
         what=what,
         count=repeats,
         seconds=seconds,
-        value=flops / 1e12,
-        unit="TFLOP/s",
-        peak=_peak_tflops(torch.cuda.get_device_name(dev), dtype),
+        value=flops / 1e12 if on_gpu else flops / 1e9,
+        unit="TFLOP/s" if on_gpu else "GFLOP/s",
+        peak=_peak_tflops(torch.cuda.get_device_name(dev), dtype) if on_gpu else None,
     )

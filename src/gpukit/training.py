@@ -161,28 +161,15 @@ def train_ch6(
     device = _device_or_gpu(device)
     seed_and_init(net, init=init, seed=seed)
     net.to(device)
-
-    def evaluate() -> float:
-        return evaluate_accuracy_gpu(net, test_iter, device)
-
-    history, n_train = train_epochs(
+    return _train_in_this_process(
         net,
         train_iter,
+        test_iter,
         num_epochs=num_epochs,
         lr=lr,
-        device=device,
         schedule=schedule,
-        evaluate=evaluate,
+        devices=[device],
         plot=plot,
-    )
-    return finish_run(
-        history,
-        devices=[str(device)],
-        n_train=n_train,
-        n_test=count_examples(test_iter),
-        batch_size=batch_size_of(train_iter),
-        lr=lr,
-        schedule=schedule,
         verbose=verbose,
     )
 
@@ -259,23 +246,52 @@ def train_data_parallel(
         note = f"nn.DataParallel uses GPUs only: {len(gpus)} of the {len(devs)} devices"
     elif not gpus and len(devs) > 1:
         note = f"nn.DataParallel needs GPUs: 1 CPU replica instead of {len(devs)} devices"
+    return _train_in_this_process(
+        model,
+        train_iter,
+        test_iter,
+        num_epochs=num_epochs,
+        lr=lr,
+        schedule=schedule,
+        devices=used,
+        note=note,
+        plot=plot,
+        verbose=verbose,
+    )
+
+
+def _train_in_this_process(
+    model: nn.Module,
+    train_iter: Batches,
+    test_iter: Batches,
+    *,
+    num_epochs: int,
+    lr: float,
+    schedule: str,
+    devices: list[torch.device],
+    note: str = "",
+    plot: bool,
+    verbose: bool,
+) -> TrainResult:
+    """Train ``model``, already placed, with its inputs and its evaluation on ``devices[0]``:
+    the end of :func:`train_ch6` and :func:`train_data_parallel`."""
 
     def evaluate() -> float:
-        return evaluate_accuracy_gpu(model, test_iter, used[0])
+        return evaluate_accuracy_gpu(model, test_iter, devices[0])
 
     history, n_train = train_epochs(
         model,
         train_iter,
         num_epochs=num_epochs,
         lr=lr,
-        device=used[0],
+        device=devices[0],
         schedule=schedule,
         evaluate=evaluate,
         plot=plot,
     )
     return finish_run(
         history,
-        devices=[str(d) for d in used],
+        devices=[str(device) for device in devices],
         n_train=n_train,
         n_test=count_examples(test_iter),
         batch_size=batch_size_of(train_iter),
