@@ -33,7 +33,7 @@ def kernel_environment(profile: str, environ: Mapping[str, str] = os.environ) ->
         # torch.profiler (Kineto) logs "profiler_start" lines with a date and pids to stderr,
         # which a page would show as an output that changes with every build; level 6 keeps
         # its errors only.
-        "KINETO_LOG_LEVEL": environ.get("KINETO_LOG_LEVEL", "6"),
+        "KINETO_LOG_LEVEL": "6",
         # Idle OpenMP threads sleep instead of spinning: spinning threads made small training
         # steps 5-20x slower on a busy 2-core machine (measured).
         "OMP_WAIT_POLICY": environ.get("OMP_WAIT_POLICY", "PASSIVE"),

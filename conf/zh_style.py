@@ -78,7 +78,9 @@ CODE_INFO = re.compile(r"^\{(code-cell|code-block|code|math|eval-rst|raw)\}|^\w*
 
 
 def prose_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) of everything that is prose: no front matter, code blocks, labels.
+    """(line number, line) of everything that is prose: the front matter's ``summary`` (what
+    the page teaches, shown in the learning path), none of the rest of the front matter, no code
+    blocks, no labels.
 
     A bare fence closes the innermost open directive whose fence it matches (a figure's closing
     ```), and otherwise opens a code block."""
@@ -89,6 +91,8 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
     directives = []
     if lines[:1] == ["---"]:
         start = lines.index("---", 1) + 1
+        front_matter = enumerate(lines[1 : start - 1], 2)
+        found += [(number, line) for number, line in front_matter if line.startswith("summary:")]
     for number, line in enumerate(lines[start:], start + 1):
         fence = FENCE.match(line)
         if code_fence:

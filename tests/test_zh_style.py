@@ -92,6 +92,14 @@ def test_prose_after_a_directive_is_read(docs: Path, capsys) -> None:
     assert "zh/index.md:9: '主机内存'" in capsys.readouterr().out
 
 
+def test_a_pages_summary_is_prose(docs: Path, capsys) -> None:
+    """The front matter's summary is the page's line in the learning path: checked like prose."""
+    page = docs / "zh" / "index.md"
+    page.write_text("---\ngpus: 1\nsummary: 把张量复制到主机内存。\n---\n# 标题\n", "utf-8")
+    assert zh_style.main(["--docs", str(docs)]) == 1
+    assert "zh/index.md:3: '主机内存'" in capsys.readouterr().out
+
+
 def test_code_is_not_prose(docs: Path, capsys) -> None:
     page = docs / "zh" / "index.md"
     cell = "\n```{code-cell} ipython3\nprint('在GPU上', 60000)\n```\n\n`放进队列` 的代码。\n"

@@ -2,8 +2,8 @@
 
 :mod:`gpukit.training` (one device, ``nn.DataParallel``, DDP processes) and
 :mod:`gpukit.fast` (the fast-training recipe) place the model and the data each in their own
-way, then hand over to :func:`train_epochs` and :func:`finish_run`. Every function here takes
-its settings by keyword, so that a caller reads as what it asks for.
+way, then hand over to :func:`train_epochs` and :func:`finish_run`. These take their settings
+by keyword, so that a caller reads as what it asks for.
 
 The records, :class:`EpochStats` and :class:`TrainResult`, and the learning-rate schedules are
 part of gpukit's interface: :mod:`gpukit.training` exports them and the API page documents
@@ -119,8 +119,9 @@ class TrainResult:
         return f"{first} on [{', '.join(self.devices)}]{note}\n{settings}"
 
 
-# Readers meet both records as gpukit.training's (the API page, reprs, pickles between ranks),
-# as NumPy does for the public names of its private modules.
+# Readers import both records from gpukit.training, and the API page documents them there: type
+# hints naming them (-> TrainResult) then resolve to that page, as NumPy does for the public
+# names of its private modules. conf/_ext/api_reference.py links their source back here.
 EpochStats.__module__ = "gpukit.training"
 TrainResult.__module__ = "gpukit.training"
 
@@ -228,10 +229,10 @@ def train_step(
     """One optimizer step on the minibatch ``(X, y)``; returns the predictions and the loss.
 
     Under ``torch.autocast`` the forward pass and the loss run their convolutions and matrix
-    products in ``autocast`` (``None``: fp32); weights, gradients and the update stay fp32.
-    For float16 the scaler multiplies the loss before ``backward``, so that small gradients do
-    not round to zero, and divides the gradients by the same factor before the update; when
-    it is disabled (fp32, bf16) it passes everything on unchanged.
+    products in the dtype ``autocast`` (``None``: fp32); weights, gradients and the update
+    stay fp32. For float16 the scaler multiplies the loss before ``backward``, so that small
+    gradients do not round to zero, and divides the gradients by the same factor before the
+    update; when it is disabled (fp32, bf16) it passes everything on unchanged.
     """
     optimizer.zero_grad()
     with torch.autocast(X.device.type, autocast, enabled=autocast is not None):

@@ -239,6 +239,7 @@ CASES = [
     ("train_ddp", (2, 1, 0.1, 32), {"root": 3}, TypeError, "root"),
     ("train_ddp", (2, 1, 0.1, 32), {"resize": 0}, ValueError, "resize"),
     ("train_ddp", (2, 1, 0.1, 32), {"net": "resnet"}, TypeError, "net"),
+    ("train_ddp", (2, 1, 0.1, 32), {"run_timeout_s": 0}, ValueError, "run_timeout_s"),
     # fast
     ("auto_precision", (3,), {}, TypeError, "device"),
     (

@@ -12,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+from gpukit import training
 from gpukit._loop import check_training_arguments
 from gpukit.data import DataNotFoundError, find_fashion_mnist, load_data_fashion_mnist
 from gpukit.models import lenet
@@ -408,6 +409,22 @@ def test_checking_a_loader_leaves_its_shuffle_alone(fake_fashion_mnist):
         batches={"train_iter": checked},
     )
     assert [y.tolist() for _, y in checked] == [y.tolist() for _, y in fresh]
+
+
+def test_train_ddp_passes_its_run_timeout_to_the_launcher(fake_fashion_mnist, monkeypatch):
+    # A hung rank then ends the run with every rank's output, not after the 600 s collective
+    # timeout.
+    launched = {}
+
+    def launch(worker, **options):
+        launched.update(options)
+        raise RuntimeError("not launched")
+
+    monkeypatch.setattr(training, "_launch", launch)
+    root = fake_fashion_mnist(n_train=16, n_test=8)
+    with pytest.raises(RuntimeError, match="not launched"):
+        train_ddp(2, 1, 0.1, 16, net=lenet(), root=root, backend="gloo", run_timeout_s=30)
+    assert launched["run_timeout_s"] == 30
 
 
 def test_train_ddp_names_a_single_process_as_one(fake_fashion_mnist):
