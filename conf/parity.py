@@ -72,7 +72,8 @@ def read_page(path: Path) -> SimpleNamespace:
     page = SimpleNamespace(cells=code, front_matter=kept, labels=set(), references=set())
     page.toctree = []
     page.recorded = notebook.metadata.get(KEY)  # the translation's record
-    page.has_summary = "summary" in notebook.metadata
+    # Translated keys each page must have in both languages or in neither.
+    page.translated_keys = set(notebook.metadata) & TRANSLATED - {KEY, "source_map"}
     parser = create_md_parser(config, RendererHTML)
 
     def scan(text: str) -> None:
@@ -126,9 +127,12 @@ def compare_pages(name: str, en: SimpleNamespace, zh: SimpleNamespace) -> list[s
         if en.front_matter.get(k) != zh.front_matter.get(k)
     ):
         problems.append(f"front matter differs in {', '.join(keys)}")
-    if en.has_summary != zh.has_summary:
-        only = SOURCE if en.has_summary else TRANSLATION
-        problems.append(f"front matter 'summary' only in {only}: translate it with the page")
+    for lang, keys, other in (
+        (SOURCE, en.translated_keys, zh.translated_keys),
+        (TRANSLATION, zh.translated_keys, en.translated_keys),
+    ):
+        for key in sorted(keys - other):
+            problems.append(f"front matter '{key}' only in {lang}: translate it with the page")
     for what, title in (("labels", "labels"), ("references", "cross-reference targets")):
         a = getattr(en, what)
         b = getattr(zh, what)

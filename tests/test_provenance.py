@@ -78,3 +78,6 @@ def test_the_workloads_in_chinese(name: str, chinese) -> None:
     assert text.startswith(f"ResNet-18：{n_train:,} 张训练图像 / "), text
     assert f"批量 {profile.resnet.batch_size}，" in text and text.endswith(" 轮")
     assert "（预热 + 余弦衰减）" in text and "training" not in text and "epochs" not in text
+    if profile.resnet.resize is not None:  # the quick profile's smaller images
+        side = profile.resnet.resize
+        assert f"张测试图像（{side} × {side} 像素），" in text, text

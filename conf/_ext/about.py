@@ -22,8 +22,8 @@ from list_table import list_table
 from provenance import PROFILE_NAMES, machine_in_language, profile_in_language
 
 WORKLOAD_TEMPLATE = (
-    "{name}: {n_train:,} training / {n_test:,} test images, batch {batch_size}, lr {lr:g}"
-    "{schedule}, {epochs} epochs"
+    "{name}: {n_train:,} training / {n_test:,} test images{size}, batch {batch_size}, "
+    "lr {lr:g}{schedule}, {epochs} epochs"
 )
 # The words of myst-nb's execution table (headers, methods, status) and what we write instead.
 HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
@@ -40,6 +40,9 @@ def workload_in_language(workload: gpukit.Workload, translate: Callable[[str], s
         name=workload.name,
         n_train=workload.n_train or 60_000,
         n_test=workload.n_test or 10_000,
+        size=""
+        if workload.resize is None
+        else translate(" of {side}x{side} pixels").format(side=workload.resize),
         batch_size=workload.batch_size,
         lr=workload.lr,
         schedule=translate(" ({schedule})").format(schedule=translate(schedule))
