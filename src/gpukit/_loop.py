@@ -210,9 +210,14 @@ def count_examples(test_iter: Batches) -> int:
     return sum(len(y) for _, y in test_iter)
 
 
+def epoch_animator(num_epochs: int) -> Animator:
+    """The plot of a run's curves (train loss, train accuracy, test accuracy) by epoch."""
+    return Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND)
+
+
 def plot_history(history: list[EpochStats], *, num_epochs: int) -> None:
     """Draw the curves of a finished run, as :func:`train_epochs` draws them while it runs."""
-    animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND)
+    animator = epoch_animator(num_epochs)
     for stats in history:
         animator.add(stats.epoch, (stats.train_loss, stats.train_acc, stats.test_acc))
 
@@ -289,7 +294,7 @@ def train_epochs(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: schedule_factor(schedule, step, steps, num_epochs)
     )
-    animator = Animator(xlabel="epoch", xlim=[1, num_epochs], legend=LEGEND) if plot else None
+    animator = epoch_animator(num_epochs) if plot else None
     history: list[EpochStats] = []
     for epoch in range(num_epochs):
         if before_epoch is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 import warnings
 from collections.abc import Sequence
@@ -56,43 +57,60 @@ def run_agents(commands: Sequence[Sequence[str]], timeout_s: float = 300.0) -> l
     if not commands or not all(commands):
         raise ValueError("commands must hold at least one non-empty command")
     check_number(timeout_s, "timeout_s")
-    agents = [
-        # A session of its own: stopping the agent stops the ranks it started.
-        subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        for command in commands
-    ]
-    outputs: list[str | None] = [None] * len(agents)
-    failed = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        for i, agent in enumerate(agents):
-            try:
-                outputs[i] = agent.communicate(timeout=max(0.0, deadline - time.monotonic()))[0]
-            except subprocess.TimeoutExpired:
-                failed.append(f"the agents did not finish within timeout_s={timeout_s:g} s")
-                break
-            if agent.returncode:
-                failed.append(f"agent {i} failed with exit code {agent.returncode}")
-    finally:  # stop what still runs (also on Ctrl-C), then read what it wrote
-        for agent in agents:
-            if agent.poll() is None:
-                os.killpg(agent.pid, signal.SIGTERM)
-        for i, agent in enumerate(agents):
-            if outputs[i] is None:
-                outputs[i] = agent.communicate()[0]
+    with tempfile.TemporaryDirectory(prefix="gpukit-agents-") as folder:
+        # Output goes to files, not pipes: an agent that writes more than a pipe holds while
+        # nobody reads it would block, and look like a hang.
+        logs = [Path(folder) / f"{i}.log" for i in range(len(commands))]
+        agents = []
+        for command, log in zip(commands, logs, strict=True):
+            with log.open("wb") as out:
+                # A session of its own: stopping the agent stops the ranks it started.
+                agents.append(
+                    subprocess.Popen(
+                        command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                    )
+                )
+        try:
+            failed = _wait_for_agents(agents, timeout_s)
+        finally:  # also on Ctrl-C
+            _stop_agents(agents)
+        outputs = [log.read_text(encoding="utf-8", errors="replace") for log in logs]
     if failed:
         report = "\n\n".join(
-            f"--- output of agent {i} ---\n{(out or '').rstrip() or '(nothing)'}"
+            f"--- output of agent {i} ---\n{out.rstrip() or '(nothing)'}"
             for i, out in enumerate(outputs)
         )
         raise RuntimeError("; ".join(failed) + "\n\n" + report)
-    return [out or "" for out in outputs]
+    return outputs
+
+
+def _wait_for_agents(agents: Sequence[subprocess.Popen], timeout_s: float) -> list[str]:
+    """Wait until every agent has exited, one has failed or ``timeout_s`` has passed; return
+    what went wrong (nothing: all succeeded)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        codes = [agent.poll() for agent in agents]
+        failed = [f"agent {i} failed with exit code {code}" for i, code in enumerate(codes) if code]
+        if failed:
+            return failed
+        if None not in codes:
+            return []
+        if time.monotonic() > deadline:
+            return [f"the agents did not finish within timeout_s={timeout_s:g} s"]
+        time.sleep(0.1)
+
+
+def _stop_agents(agents: Sequence[subprocess.Popen]) -> None:
+    """Stop the agents still running with their ranks: SIGTERM, then SIGKILL after 5 s."""
+    for agent in agents:
+        if agent.poll() is None:
+            os.killpg(agent.pid, signal.SIGTERM)
+    for agent in agents:
+        try:
+            agent.wait(5)
+        except subprocess.TimeoutExpired:  # SIGTERM ignored: no more waiting
+            os.killpg(agent.pid, signal.SIGKILL)
+            agent.wait()
 
 
 def load_checkpoint(net: torch.nn.Module, path: str | Path) -> torch.nn.Module:

@@ -36,7 +36,7 @@ from gpukit._loop import (
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
 from gpukit.devices import _device_or_gpu, _existing_devices, try_all_gpus
 from gpukit.metrics import evaluate_accuracy_gpu
-from gpukit.models import init_weights, resnet18
+from gpukit.models import resnet18
 from gpukit.parallel import _check_backend, _launch, _rank_device
 
 __all__ = [
@@ -313,11 +313,9 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
 
     seed = config["seed"]
     per_rank = config["batch_size"] // world_size
-    torch.manual_seed(seed)
     device = _rank_device()
     net = pickle.loads(config["net"])
-    if config["init"] is not None:
-        init_weights(net, config["init"], seed=seed)
+    seed_and_init(net, init=config["init"], seed=seed)
     net.to(device)
     model = DistributedDataParallel(
         net, device_ids=[device.index] if device.type == "cuda" else None
@@ -330,10 +328,14 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
         "n_test": config["n_test"],
         "seed": seed,
     }
-    train_iter, _ = load_data_fashion_mnist(per_rank, **data_options)
+    train_iter, per_rank_test_iter = load_data_fashion_mnist(per_rank, **data_options)
     # Rank 0 evaluates alone while the others wait: in batches of EVAL_BATCH_SIZE (the
     # accuracy does not depend on it), not in the few examples of a training step per rank.
-    _, test_iter = load_data_fashion_mnist(EVAL_BATCH_SIZE, **data_options)
+    test_iter = DataLoader(
+        per_rank_test_iter.dataset,
+        batch_size=EVAL_BATCH_SIZE,
+        collate_fn=per_rank_test_iter.collate_fn,
+    )
     dataset = train_iter.dataset
     sampler = DistributedSampler(
         dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed
