@@ -1,6 +1,6 @@
 """A page's front matter, the YAML block between two ``---`` lines at its top, read one way.
 
-The GPU guard, the provenance notice, the learning path and the tests read it here; parity
+The GPU guard and its notice, the learning path and the tests read it here; parity
 takes it from the notebook that myst-nb parses from the same block. The keys of this project:
 ``gpus`` (how many GPUs the page's full run wants), ``summary`` (what the page teaches, in the
 page's language) and, on a translation, ``translation_of`` (conf/parity.py).
