@@ -394,17 +394,70 @@ def test_colab_links_open_the_notebooks_the_gpu_workflow_publishes(monkeypatch, 
     assert "0123abc" in readme and "do not edit" in readme
 
 
-def test_ci_runs_the_readmes_setup_and_test_command() -> None:
-    """CI proves the README: its first command block (setup, then every check) is what
-    ``.ci/run`` runs, line for line, comments aside."""
+FAKE_TOOLS = {
+    # Nothing is installed, and every call is logged: what nox.sh would install and run.
+    "dpkg-query": "exit 1",
+    "apt-get": 'echo "apt-get $*" >> "$LOG"',
+    "sudo": '"$@"',
+    "id": "echo 1000",
+    "python3": """case "$1 $2" in
+    "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
+    "-m pip") echo "pip $*" >> "$LOG" && printf '#!/bin/sh\\necho "nox $*" >> "$LOG"\\n' \\
+        > .venv/bin/nox && chmod +x .venv/bin/nox ;;
+esac""",
+}
+
+
+def run_setup(command: str, tmp_path: Path) -> list[str]:
+    """Run ``command`` in a copy of nox.sh and .ci/run, on a Debian with nothing installed, no
+    Node and no network (fake apt-get, python3); return what it installed and ran."""
+    tree = tmp_path / "clone"
+    (tree / ".ci").mkdir(parents=True)
+    for name in ("nox.sh", ".ci/run"):
+        shutil.copy2(ROOT / name, tree / name)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for name, body in FAKE_TOOLS.items():
+        (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    for name in ("sh", "dirname", "grep", "mkdir", "chmod", "cp"):
+        if (found := shutil.which(name)) is not None:
+            (bin_ / name).symlink_to(found)
+    log = tmp_path / "log"
+    log.write_text("")
+    env = {"PATH": str(bin_), "LOG": str(log), "HOME": str(tmp_path)}
+    done = subprocess.run(["sh", "-c", command], cwd=tree, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [line.strip() for line in log.read_text().splitlines()]
+
+
+def readme_commands() -> list[str]:
+    """The README's first command block, comments aside: build the site, run every check."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"```bash\n(.*?)```", readme, re.DOTALL).group(1)
-    commands = [line.split("#")[0].strip() for line in block.splitlines()]
-    setup = commands[0]
-    check = commands[-1]
-    assert "venv" in setup and check.endswith("nox"), commands
-    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()]
-    assert ci_lines.index(setup) < ci_lines.index(check), ci_lines
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readmes_two_commands_set_up_a_fresh_machine(tmp_path) -> None:
+    """On a fresh Debian clone, the README's first command builds the site after installing
+    what the build needs, the second runs every check after installing what the checks need."""
+    build, check = readme_commands()
+    log = run_setup(build, tmp_path / "build")
+    installed = [word for word in log[1].split() if not word.startswith("-")][2:]
+    assert log[0] == "apt-get update -q" and log[-1] == "nox -s docs", log
+    assert {"dataset-fashion-mnist", "g++", "python3-venv"} <= set(installed), installed
+    assert "chromium" not in installed, "a build needs no browser"
+    log = run_setup(check, tmp_path / "check")
+    installed = [word for word in log[1].split() if not word.startswith("-")][2:]
+    assert log[-1] == "nox", log  # nox's default sessions: every check
+    assert {"chromium", "fonts-noto-cjk", "nodejs", "npm", "g++"} <= set(installed), installed
+
+
+def test_ci_runs_the_readmes_check_command(tmp_path) -> None:
+    """CI proves the README: ``.ci/run`` installs and runs what the README's check command
+    does."""
+    check = readme_commands()[-1]
+    assert run_setup("sh .ci/run", tmp_path / "ci") == run_setup(check, tmp_path / "readme")
 
 
 def test_pull_request_ci_runs_what_ci_runs() -> None:
