@@ -18,17 +18,19 @@ multi-GPU and DistributedDataParallel pages.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
 
 from gpukit._checks import check_choice, check_int
+from gpukit._env import FASHION_MNIST_SIZES
+from gpukit._env import PROFILE_VAR as ENV_VAR
 from gpukit._loop import SCHEDULES, describe_run
 
 __all__ = ["PROFILES", "Profile", "Workload", "current_profile", "pick"]
 
-ENV_VAR = "GPUKIT_PROFILE"
 T = TypeVar("T")
 
 
@@ -69,19 +71,25 @@ class Workload:
         if self.resize is not None:
             check_int(self.resize, "resize", 1, "or None")
 
-    def describe(self) -> str:
-        """One line with the amount of data and the settings, for page outputs."""
-        prefix = f"{self.name}: " if self.name else ""
+    def describe(self, translate: Callable[[str], str] = str) -> str:
+        """One line with the amount of data and the settings, for page outputs.
+
+        ``translate`` maps each English phrase to the reader's language (the site's About page
+        passes its gettext).
+        """
         settings = describe_run(
-            n_train=self.n_train or 60_000,
-            n_test=self.n_test or 10_000,
+            n_train=self.n_train or FASHION_MNIST_SIZES["train"],
+            n_test=self.n_test or FASHION_MNIST_SIZES["test"],
             batch_size=self.batch_size,
             lr=self.lr,
             schedule=self.schedule,
             epochs=self.epochs,
             resize=self.resize,
+            translate=translate,
         )
-        return prefix + settings
+        if not self.name:
+            return settings
+        return translate("{name}: {settings}").format(name=self.name, settings=settings)
 
 
 @dataclass(frozen=True)
