@@ -4,6 +4,9 @@ The helpers keep D2L's names (``cpu``, ``gpu``, ``num_gpus``, ``try_gpu``, ``try
 that ``import gpukit as d2l`` runs D2L code, with one deliberate difference: apart from
 ``gpu(i)``, which only names a device, nothing here hands back a device that does not exist,
 so the same code runs on a laptop without a GPU, on one GPU and on many.
+
+Within gpukit (not in ``__all__``, not for pages): ``device_or_gpu`` and ``existing_devices``,
+the checks of a device argument and of a list of them that the other modules share.
 """
 
 from __future__ import annotations
@@ -140,12 +143,12 @@ def existing_device(device: object) -> torch.device:
     return torch.device("cuda", index)
 
 
-def _device_or_gpu(device: object) -> torch.device:
+def device_or_gpu(device: object) -> torch.device:
     """``device`` checked by :func:`existing_device`; ``None``: :func:`try_gpu`."""
     return try_gpu() if device is None else existing_device(device)
 
 
-def _existing_devices(devices: object) -> list[torch.device]:
+def existing_devices(devices: object) -> list[torch.device]:
     """The check of every list of devices: each an :func:`existing_device`; one may repeat."""
     if isinstance(devices, str | torch.device) or not isinstance(devices, Sequence):
         raise TypeError("devices must be a list of devices, e.g. [torch.device('cpu')]")
@@ -196,7 +199,7 @@ def describe_device(device: str | torch.device | None = None) -> str:
         >>> describe_device("cpu").startswith("cpu: ")
         True
     """
-    dev = _device_or_gpu(device)
+    dev = device_or_gpu(device)
     if dev.type == "cpu":
         return f"cpu: {_cpu_model()}, {_cores()}, {torch.get_num_threads()} PyTorch thread(s)"
     props = torch.cuda.get_device_properties(dev)
