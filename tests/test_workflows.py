@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -277,14 +278,35 @@ def test_checkouts_do_not_persist_credentials() -> None:
                     assert step.get("with", {}).get("persist-credentials") is False, path.name
 
 
+def nox_calls(steps: list[dict]) -> list[tuple[int, str, list[str]]]:
+    """Each nox session a job's steps run, not only install: (step's index, session, arguments
+    after ``--``)."""
+    calls = []
+    for index, step in enumerate(steps):
+        for line in step.get("run", "").splitlines():
+            for command in re.split(r"&&|;|\|\|", line):
+                words = shlex.split(command)
+                if "nox" in words and "-s" in words and "--install-only" not in words:
+                    args = words[words.index("--") + 1 :] if "--" in words else []
+                    calls.append((index, words[words.index("-s") + 1], args))
+    return calls
+
+
 def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     workflow = load(GITHUB / "workflows" / "gpu-site.yml")
     assert {"push", "schedule", "workflow_dispatch"} <= set(triggers(workflow))
     assert workflow["concurrency"]["group"]
     build = workflow["jobs"]["build"]
     assert runs_on(build) == GPU_RUNNER
-    commands = "\n".join(step.get("run", "") for step in build["steps"])
-    assert "nox -s docs -- --profile full --require-gpus" in commands
+    # What the docs session makes of the step's arguments (noxfile.split_profile).
+    pytest.importorskip("nox", reason="noxfile.py imports nox")
+    import noxfile
+    from kernel_env import PROFILE_VAR, REQUIRE_GPUS_VAR
+
+    builds = [args for _, session, args in nox_calls(build["steps"]) if session == "docs"]
+    assert builds, "the GPU job builds no site"
+    for args in builds:
+        assert noxfile.split_profile(args) == ({PROFILE_VAR: "full", REQUIRE_GPUS_VAR: "1"}, [])
     cached = [
         step["with"]["path"]
         for step in build["steps"]
@@ -293,25 +315,36 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     assert cached == ["docs/_build/.jupyter_cache"] * 2, cached
 
 
-def test_the_deployed_site_leaves_out_myst_nbs_scratch_folder() -> None:
+def test_the_deployed_site_leaves_out_myst_nbs_scratch_folder(tmp_path) -> None:
+    """Run the steps between the build and the upload on a built site: myst-nb's scratch
+    folder is gone from what is uploaded, the pages are not."""
     steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
-    uses = [step.get("uses", "") for step in steps]
-    runs = [step.get("run", "") for step in steps]
-    upload = next(i for i, action in enumerate(uses) if "upload-pages-artifact" in action)
-    removal = next(i for i, run in enumerate(runs) if "rm -rf docs/_build/html/jupyter_" in run)
-    assert removal < upload
+    built = max(index for index, session, _ in nox_calls(steps) if session == "docs")
+    upload = next(
+        i for i, step in enumerate(steps) if "upload-pages-artifact" in step.get("uses", "")
+    )
+    site = tmp_path / steps[upload]["with"]["path"]
+    for page in ("index.html", "en/index.html", "jupyter_execute/use-gpu.ipynb"):
+        (site / page).parent.mkdir(parents=True, exist_ok=True)
+        (site / page).write_text("built")
+    for step in steps[built + 1 : upload]:
+        if "run" in step:
+            run_step(step, tmp_path, {})
+    assert not (site / "jupyter_execute").exists()
+    assert (site / "en" / "index.html").is_file() and (site / "index.html").is_file()
 
 
 def test_the_gpu_runner_runs_the_tests_that_need_a_gpu_before_building() -> None:
     steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
-    runs = [step.get("run", "") for step in steps]
-    test = next(i for i, run in enumerate(runs) if "nox -s tests" in run)
-    build = next(i for i, run in enumerate(runs) if "nox -s docs -- " in run)
+    calls = nox_calls(steps)
+    test, args = next((i, args) for i, session, args in calls if session == "tests")
+    build = next(i for i, session, _ in calls if session == "docs")
     assert test < build, "a GPU bug in gpukit should stop the deployment before the long build"
-    args = runs[test].split(" -- ", 1)[1].split()
     assert {"tests/gpukit", "--doctest-modules", "src"} <= set(args)
     # There a missing GPU fails the tests instead of skipping them (tests/conftest.py).
-    assert steps[test]["env"]["GPUKIT_REQUIRE_GPUS"] == "1"
+    from kernel_env import REQUIRE_GPUS_VAR
+
+    assert steps[test]["env"][REQUIRE_GPUS_VAR] == "1"
 
 
 def named_step(job: dict, prefix: str) -> dict:
