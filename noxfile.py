@@ -8,6 +8,7 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).parent / "conf"))
+from kernel_env import PROFILE_VAR, REQUIRE_GPUS_VAR
 from languages import LANGUAGES, sphinx_build_args
 
 nox.options.sessions = ["lint", "tests", "docs", "browser", "doctest"]
@@ -30,8 +31,8 @@ def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
     parser.add_argument("--profile", choices=("quick", "full"))
     parser.add_argument("--require-gpus", action="store_true")
     known, rest = parser.parse_known_args(args)
-    env = {"GPUKIT_PROFILE": known.profile} if known.profile else {}
-    return env | ({"GPUKIT_REQUIRE_GPUS": "1"} if known.require_gpus else {}), rest
+    env = {PROFILE_VAR: known.profile} if known.profile else {}
+    return env | ({REQUIRE_GPUS_VAR: "1"} if known.require_gpus else {}), rest
 
 
 @nox.session

@@ -1,37 +1,31 @@
-"""Check the pages' execution times, as About's table shows them, against the build budgets.
+"""Check the pages' execution times, as the execution cache records them, against the budgets.
 
 The budgets hold for the quick profile on the reference machine: 2 CPU cores with AVX2 only.
 A machine with AVX-512 imitates one with ::
 
     ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 nox -s docs
-    python3 conf/budgets.py            # reads docs/_build/html/en/about.html
+    .nox/docs/bin/python conf/budgets.py    # reads docs/_build/.jupyter_cache/<quick key>
 
 (``ATEN_CPU_CAPABILITY`` alone leaves oneDNN's convolutions on AVX-512.) It prints every
 page's time against its budget, and the total, and exits with status 1 if a page is over. The
-times are those of the build that executed each page (the execution cache keeps them), so
-measure from an empty cache on a quiet machine. The whole quick build of both languages has a
-budget too, :data:`BUILD_SECONDS`; it is the wall time of ``nox -s docs``, which no page
-records, so this script only prints it.
-
-Only the standard library is used.
+times are those of the build that executed each page: myst-nb stores them with each notebook
+in jupyter-cache (``execution_seconds``, the times About's table shows), so measure from an
+empty cache on a quiet machine. The whole quick build of both languages has a budget too,
+:data:`BUILD_SECONDS`; it is the wall time of ``nox -s docs``, which no page records, so this
+script only prints it. It runs in the docs session's Python, which has jupyter-cache.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
-import re
 import sys
 from pathlib import Path
 
+CACHES = Path(__file__).resolve().parents[1] / "docs/_build/.jupyter_cache"
 PAGE_SECONDS = 60
 # The training pages of the multi-GPU part train one network several times over.
 TRAINING_PAGE_SECONDS = {"multiple-gpus": 90, "multiple-gpus-concise": 90}
 BUILD_SECONDS = 10 * 60  # both languages, from an empty execution cache
-
-ROW = re.compile(r"<tr[^>]*>(.*?)</tr>", re.DOTALL)
-CELL = re.compile(r"<td[^>]*>(.*?)</td>", re.DOTALL)
-TAG = re.compile(r"<[^>]+>")
 
 
 def budget(page: str) -> int:
@@ -39,19 +33,22 @@ def budget(page: str) -> int:
     return TRAINING_PAGE_SECONDS.get(page, PAGE_SECONDS)
 
 
-def execution_times(about_html: str) -> dict[str, float]:
-    """Page -> seconds, from the execution table of a built About page.
+def execution_times(cache: Path) -> dict[str, float]:
+    """Page -> seconds of its latest execution, from a jupyter-cache folder of the build."""
+    from jupyter_cache import get_cache
 
-    >>> row = '<tr><td><p><a href="x.html"><span class="doc">x</span></a></p></td>'
-    >>> execution_times(row + "<td>2026-12-02</td><td>cache</td><td>6.12</td><td>done</td></tr>")
-    {'x': 6.12}
-    """
     times = {}
-    for row in ROW.findall(about_html):
-        cells = [html.unescape(TAG.sub("", cell)).strip() for cell in CELL.findall(row)]
-        if len(cells) == 5 and re.fullmatch(r"\d+(\.\d+)?", cells[3]):
-            times[cells[0]] = float(cells[3])
+    for record in sorted(get_cache(cache).list_cache_records(), key=lambda r: r.created):
+        if (seconds := (record.data or {}).get("execution_seconds")) is not None:
+            times[Path(record.uri).stem] = float(seconds)
     return times
+
+
+def quick_cache() -> Path | None:
+    """The latest execution cache of the quick profile (its folder's name says the profile:
+    conf/_ext/execution.py), or None."""
+    found = sorted(CACHES.glob("*-quick-*"), key=lambda folder: folder.stat().st_mtime)
+    return found[-1] if found else None
 
 
 def report(times: dict[str, float]) -> tuple[str, list[str]]:
@@ -69,18 +66,18 @@ def report(times: dict[str, float]) -> tuple[str, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="budgets.py", description=__doc__.split("\n")[0])
     parser.add_argument(
-        "about",
+        "cache",
         nargs="?",
         type=Path,
-        default=Path(__file__).resolve().parents[1] / "docs/_build/html/en/about.html",
-        help="a built About page (default: docs/_build/html/en/about.html)",
+        help="an execution cache folder (default: the latest quick one in docs/_build)",
     )
     args = parser.parse_args(argv)
-    if not args.about.is_file():
-        raise SystemExit(f"budgets: no {args.about}: build the site first (nox -s docs)")
-    times = execution_times(args.about.read_text(encoding="utf-8"))
+    cache = args.cache or quick_cache()
+    if cache is None or not cache.is_dir():
+        raise SystemExit(f"budgets: no execution cache {cache or CACHES}: build the site first")
+    times = execution_times(cache)
     if not times:
-        raise SystemExit(f"budgets: {args.about} has no execution table with run times")
+        raise SystemExit(f"budgets: {cache} records no execution times")
     text, over = report(times)
     print(text)
     if over:

@@ -3,19 +3,30 @@
 Both the site's build (conf.py, whose kernels inherit its environment) and the GPU check
 (conf/gpu_check.py, which starts kernels of its own) take it from here, so a page executes
 alike in both. Only the standard library is used: the GPU check reads it before installing
-anything.
+anything. The names of the project's environment variables come from gpukit's ``_env``, read
+by its path without importing gpukit (and so torch): nox, the tests' conftest and the GPU check
+take them from here.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 CONF_DIR = Path(__file__).resolve().parent
-# gpukit.profiles.ENV_VAR, spelled out here so that reading this file needs no torch
-# (tests/test_gpu_check.py checks that the two agree).
-PROFILE_VAR = "GPUKIT_PROFILE"
+_spec = importlib.util.spec_from_file_location(
+    "_gpukit_env", CONF_DIR.parent / "src/gpukit/_env.py"
+)
+_gpukit_env = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_gpukit_env)
+PROFILE_VAR: str = _gpukit_env.PROFILE_VAR
+DATA_VAR: str = _gpukit_env.DATA_VAR
+REQUIRE_GPUS_VAR: str = _gpukit_env.REQUIRE_GPUS_VAR
+DEFAULT_TEST_GPUS: int = _gpukit_env.DEFAULT_TEST_GPUS
+FASHION_MNIST_FILES: dict[str, tuple[str, str]] = _gpukit_env.FASHION_MNIST_FILES
+FASHION_MNIST_SIZES: dict[str, int] = _gpukit_env.FASHION_MNIST_SIZES
 
 
 def kernel_environment(profile: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:

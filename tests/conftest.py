@@ -11,7 +11,8 @@ sys.path.insert(1, str(Path(__file__).parents[1] / "conf" / "_ext"))
 sys.path.insert(2, str(Path(__file__).parents[1] / "conf"))
 
 # Set on the GPU runner (.github/workflows/gpu-site.yml), as for `nox -s docs -- --require-gpus`.
-REQUIRE_GPUS = "GPUKIT_REQUIRE_GPUS"
+from kernel_env import DEFAULT_TEST_GPUS
+from kernel_env import REQUIRE_GPUS_VAR as REQUIRE_GPUS
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -26,7 +27,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     marker = item.get_closest_marker("gpus")
     if marker is None:
         return
-    wanted = marker.args[0] if marker.args else 1
+    wanted = marker.args[0] if marker.args else DEFAULT_TEST_GPUS
     import torch  # here, not at the top: the browser tests' environment has no torch
 
     found = torch.cuda.device_count()

@@ -9,7 +9,7 @@ import importlib
 
 import pytest
 
-MODULES_WITH_EXAMPLES = ["budgets", "front_matter", "learning_path", "provenance"]
+MODULES_WITH_EXAMPLES = ["front_matter", "learning_path"]
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_EXAMPLES)
@@ -20,16 +20,22 @@ def test_examples_of(name: str) -> None:
 
 
 def test_budgets_fail_on_a_page_over_its_budget(tmp_path, capsys) -> None:
+    """Times as myst-nb records them: with each notebook in jupyter-cache."""
     budgets = importlib.import_module("budgets")
+    nbformat = pytest.importorskip("nbformat")
+    get_cache = pytest.importorskip("jupyter_cache").get_cache
 
-    def about(times: dict[str, float]) -> str:
-        cells = "<td>2026-12-02 16:34</td><td>cache</td><td>{}</td><td>done</td>"
-        rows = [f"<tr><td><p>{page}</p></td>{cells.format(s)}</tr>" for page, s in times.items()]
-        return "<table><tbody>" + "".join(rows) + "</tbody></table>"
+    def cache(times: dict[str, float]) -> str:
+        folder = tmp_path / f"cache-{len(list(tmp_path.iterdir()))}"
+        for page, seconds in times.items():
+            notebook = tmp_path / f"{page}.ipynb"
+            cell = nbformat.v4.new_code_cell(f"print({page!r})", execution_count=1)
+            nbformat.write(nbformat.v4.new_notebook(cells=[cell]), notebook)
+            get_cache(folder).cache_notebook_file(
+                notebook, uri=f"/docs/en/{page}.md", data={"execution_seconds": seconds}
+            )
+        return str(folder)
 
-    page = tmp_path / "about.html"
-    page.write_text(about({"use-gpu": 59.9, "multiple-gpus-concise": 89.0}), encoding="utf-8")
-    assert budgets.main([str(page)]) == 0
-    page.write_text(about({"use-gpu": 60.5, "multiple-gpus-concise": 89.0}), encoding="utf-8")
-    assert budgets.main([str(page)]) == 1
+    assert budgets.main([cache({"use-gpu": 59.9, "multiple-gpus-concise": 89.0})]) == 0
+    assert budgets.main([cache({"use-gpu": 60.5, "multiple-gpus-concise": 89.0})]) == 1
     assert "1 page(s) over budget: use-gpu" in capsys.readouterr().out

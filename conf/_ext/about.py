@@ -6,7 +6,6 @@ translated through the gettext catalog (conf/locales), the status as a word.
 """
 
 import platform
-from collections.abc import Callable
 from importlib.metadata import version
 
 import torch
@@ -19,37 +18,12 @@ from sphinx.util.docutils import SphinxDirective
 
 import gpukit
 from list_table import list_table
-from provenance import PROFILE_NAMES, machine_in_language, profile_in_language
+from provenance import PROFILE_NAMES, profile_in_language
 
-WORKLOAD_TEMPLATE = (
-    "{name}: {n_train:,} training / {n_test:,} test images{size}, batch {batch_size}, "
-    "lr {lr:g}{schedule}, {epochs} epochs"
-)
 # The words of myst-nb's execution table (headers, methods, status) and what we write instead.
 HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
 STATUS = {"✅": "done", "❌": "failed"}
 EXEC_TABLE = {w: w for w in (*HEADERS, "cache", "auto", "force", "inline")} | STATUS
-
-
-def workload_in_language(workload: gpukit.Workload, translate: Callable[[str], str] = _) -> str:
-    """``workload.describe()`` in the build's language (English: as gpukit writes it)."""
-    if translate(WORKLOAD_TEMPLATE) == WORKLOAD_TEMPLATE:
-        return workload.describe()
-    schedule = gpukit.SCHEDULES[workload.schedule]
-    return translate(WORKLOAD_TEMPLATE).format(
-        name=workload.name,
-        n_train=workload.n_train or 60_000,
-        n_test=workload.n_test or 10_000,
-        size=""
-        if workload.resize is None
-        else translate(" of {side}x{side} pixels").format(side=workload.resize),
-        batch_size=workload.batch_size,
-        lr=workload.lr,
-        schedule=translate(" ({schedule})").format(schedule=translate(schedule))
-        if schedule
-        else "",
-        epochs=workload.epochs,
-    )
 
 
 class BuildInfo(SphinxDirective):
@@ -58,12 +32,12 @@ class BuildInfo(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         facts = self.env.gpukit_facts
         profile = gpukit.current_profile()
-        workloads = [workload_in_language(w) for w in (profile.lenet, profile.resnet)]
+        workloads = [w.describe(translate=_) for w in (profile.lenet, profile.resnet)]
         name = profile_in_language(profile.name)  # English: the name alone
         name = profile.name if name == PROFILE_NAMES[profile.name] else name
         runs = _("{profile}: {workloads}").format(profile=name, workloads=_("; ").join(workloads))
         rows = [
-            (_("Hardware"), machine_in_language(facts["machine"])),
+            (_("Hardware"), facts["machine"].describe(translate=_)),
             (_("Profile"), runs),
             ("Python", platform.python_version()),
             ("PyTorch", torch.__version__),

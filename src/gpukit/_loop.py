@@ -126,6 +126,13 @@ EpochStats.__module__ = "gpukit.training"
 TrainResult.__module__ = "gpukit.training"
 
 
+#: The sentence of :func:`describe_run`, whose parts the site's Chinese pages translate.
+RUN_TEMPLATE = (
+    "{n_train:,} training / {n_test:,} test images{size}, batch {batch_size}, "
+    "lr {lr:g}{schedule}, {epochs} {epoch_word}"
+)
+
+
 def describe_run(
     *,
     n_train: int,
@@ -135,14 +142,26 @@ def describe_run(
     schedule: str,
     epochs: int,
     resize: int | None = None,
+    translate: Callable[[str], str] = str,
 ) -> str:
-    """The data and settings of a run in one line, as summaries and workloads print them."""
-    schedule_words = f" ({SCHEDULES[schedule]})" if SCHEDULES[schedule] else ""
-    size = f" of {resize}x{resize} pixels" if resize is not None else ""
-    plural = "s" if epochs != 1 else ""
-    return (
-        f"{n_train:,} training / {n_test:,} test images{size}, batch {batch_size}, "
-        f"lr {lr:g}{schedule_words}, {epochs} epoch{plural}"
+    """The data and settings of a run in one line, as summaries and workloads print them.
+
+    ``translate`` maps each English phrase (:data:`RUN_TEMPLATE`, the image size, the schedule,
+    the word for epochs) to the reader's language: the site's build passes its gettext.
+    """
+    schedule_words = SCHEDULES[schedule] and translate(" ({schedule})").format(
+        schedule=translate(SCHEDULES[schedule])
+    )
+    size = "" if resize is None else translate(" of {side}x{side} pixels").format(side=resize)
+    return translate(RUN_TEMPLATE).format(
+        n_train=n_train,
+        n_test=n_test,
+        size=size,
+        batch_size=batch_size,
+        lr=lr,
+        schedule=schedule_words,
+        epochs=epochs,
+        epoch_word=translate("epochs" if epochs != 1 else "epoch"),
     )
 
 

@@ -34,18 +34,16 @@ import torch
 from torch.utils import data
 
 from gpukit._checks import check_int, check_type
+from gpukit._env import DATA_VAR as ENV_VAR
+from gpukit._env import FASHION_MNIST_FILES as FILES
 
 __all__ = ["DataNotFoundError", "find_fashion_mnist", "load_data_fashion_mnist"]
 
-ENV_VAR = "GPUKIT_DATA"
 SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
 BASE_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
-# split -> (images file, labels file); an IDX file starts with its magic number, which says
-# "unsigned bytes, 3 dimensions" (images: 2051) or "unsigned bytes, 1 dimension" (labels: 2049).
-FILES = {
-    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
-    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
-}
+# FILES: split -> (images file, labels file); an IDX file starts with its magic number, which
+# says "unsigned bytes, 3 dimensions" (images: 2051) or "unsigned bytes, 1 dimension" (labels:
+# 2049).
 # SHA-256 of the *decompressed* files of the official release, computed from the Debian
 # package (which recompressed them: the gzip bytes differ from the official download, the
 # content does not).
@@ -57,7 +55,7 @@ CONTENT_SHA256 = {
 }
 _HOW_TO_GET = (
     "Get the data with `sudo apt install dataset-fashion-mnist` (Debian/Ubuntu), or put the "
-    "four files in a folder and set GPUKIT_DATA to it (or pass root=...). The files are at "
+    f"four files in a folder and set {ENV_VAR} to it (or pass root=...). The files are at "
     f"{BASE_URL}<file name>."
 )
 

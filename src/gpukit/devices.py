@@ -4,6 +4,9 @@ The helpers keep D2L's names (``cpu``, ``gpu``, ``num_gpus``, ``try_gpu``, ``try
 that ``import gpukit as d2l`` runs D2L code, with one deliberate difference: apart from
 ``gpu(i)``, which only names a device, nothing here hands back a device that does not exist,
 so the same code runs on a laptop without a GPU, on one GPU and on many.
+
+Within gpukit (not in ``__all__``, not for pages): ``device_or_gpu`` and ``existing_devices``,
+the checks of a device argument and of a list of them that the other modules share.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import re
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -22,6 +26,7 @@ import torch
 from gpukit._checks import check_int, check_type
 
 __all__ = [
+    "MachineInfo",
     "cpu",
     "describe_device",
     "describe_devices",
@@ -29,6 +34,7 @@ __all__ = [
     "device_report",
     "existing_device",
     "gpu",
+    "machine_info",
     "num_gpus",
     "replicas",
     "try_all_gpus",
@@ -137,12 +143,12 @@ def existing_device(device: object) -> torch.device:
     return torch.device("cuda", index)
 
 
-def _device_or_gpu(device: object) -> torch.device:
+def device_or_gpu(device: object) -> torch.device:
     """``device`` checked by :func:`existing_device`; ``None``: :func:`try_gpu`."""
     return try_gpu() if device is None else existing_device(device)
 
 
-def _existing_devices(devices: object) -> list[torch.device]:
+def existing_devices(devices: object) -> list[torch.device]:
     """The check of every list of devices: each an :func:`existing_device`; one may repeat."""
     if isinstance(devices, str | torch.device) or not isinstance(devices, Sequence):
         raise TypeError("devices must be a list of devices, e.g. [torch.device('cpu')]")
@@ -193,7 +199,7 @@ def describe_device(device: str | torch.device | None = None) -> str:
         >>> describe_device("cpu").startswith("cpu: ")
         True
     """
-    dev = _device_or_gpu(device)
+    dev = device_or_gpu(device)
     if dev.type == "cpu":
         return f"cpu: {_cpu_model()}, {_cores()}, {torch.get_num_threads()} PyTorch thread(s)"
     props = torch.cuda.get_device_properties(dev)
@@ -203,26 +209,90 @@ def describe_device(device: str | torch.device | None = None) -> str:
     )
 
 
-def describe_machine() -> str:
-    """Name this machine's compute devices in one phrase, e.g. ``"2 x NVIDIA H200 (CUDA 13.0)"``.
+@dataclass(frozen=True)
+class MachineInfo:
+    """This machine's compute devices, as :func:`machine_info` finds them.
 
-    Without a GPU it names what changes a CPU's results (the same training ends at other
-    accuracies under other kernels): ``"CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels)"``,
-    plus any setting such as ``ONEDNN_MAX_CPU_ISA=SSE41``.
+    Attributes:
+        gpus: ``(model, count)`` for each GPU model, in device order; empty without a GPU.
+        cuda: the CUDA version PyTorch was built with (``None`` for a CPU-only PyTorch).
+        cores: the CPU's logical cores.
+        cpu_model: the processor's name, e.g. ``"AMD EPYC 7B13"``.
+        cpu_kernels: the instruction set of ATen's CPU kernels, e.g. ``"AVX2"``.
+        kernel_settings: the environment's settings that lower oneDNN's and MKL's kernels,
+            e.g. ``{"ONEDNN_MAX_CPU_ISA": "SSE41"}``.
+
+    Example:
+        >>> info = MachineInfo(gpus=(("NVIDIA H200", 2),), cuda="13.0", cores=64,
+        ...                    cpu_model="x", cpu_kernels="AVX512")
+        >>> print(info)
+        2 x NVIDIA H200 (CUDA 13.0)
+        >>> print(MachineInfo(gpus=(), cuda=None, cores=2, cpu_model="AMD EPYC 7B13",
+        ...                   cpu_kernels="AVX2", kernel_settings={"ONEDNN_MAX_CPU_ISA": "SSE41"}))
+        CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels, ONEDNN_MAX_CPU_ISA=SSE41)
+    """
+
+    gpus: tuple[tuple[str, int], ...]
+    cuda: str | None
+    cores: int
+    cpu_model: str
+    cpu_kernels: str
+    kernel_settings: dict[str, str] = field(default_factory=dict)
+
+    def describe(self, translate: Callable[[str], str] = str) -> str:
+        """The machine in one phrase; ``translate`` maps each English phrase to the reader's
+        language (the site's build passes its gettext). Names and settings stay as they are."""
+        if self.gpus:
+            gpus = " + ".join(
+                translate("{n} x {name}").format(n=count, name=name) for name, count in self.gpus
+            )
+            return translate("{gpus} (CUDA {cuda})").format(gpus=gpus, cuda=self.cuda)
+        details = [self.cpu_model, translate("{isa} kernels").format(isa=self.cpu_kernels)]
+        details += [f"{name}={value}" for name, value in self.kernel_settings.items()]
+        template = (
+            "CPU only, {cores} cores ({details})"
+            if self.cores != 1
+            else ("CPU only, {cores} core ({details})")
+        )
+        return translate(template).format(cores=self.cores, details=translate(", ").join(details))
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def machine_info() -> MachineInfo:
+    """This machine's compute devices as data: GPU models and CUDA, or what changes a CPU's
+    results (the same training ends at other accuracies under other kernels).
+
+    Example:
+        >>> info = machine_info()
+        >>> len(info.gpus) > 0 if num_gpus() else info.cores >= 1
+        True
+    """
+    n = num_gpus()
+    return MachineInfo(
+        gpus=tuple(Counter(torch.cuda.get_device_name(i) for i in range(n)).items()),
+        cuda=torch.version.cuda,
+        cores=os.cpu_count() or 1,
+        cpu_model=_cpu_model(),
+        cpu_kernels=torch.backends.cpu.get_cpu_capability(),
+        kernel_settings={name: os.environ[name] for name in KERNEL_SETTINGS if name in os.environ},
+    )
+
+
+def describe_machine() -> str:
+    """Name this machine's compute devices in one phrase, e.g. ``"2 x NVIDIA H200 (CUDA 13.0)"``:
+    :func:`machine_info`'s sentence, for pages.
+
+    Without a GPU it names what changes a CPU's results: ``"CPU only, 2 cores (AMD EPYC 7B13,
+    AVX2 kernels)"``, plus any setting such as ``ONEDNN_MAX_CPU_ISA=SSE41``.
 
     Example:
         >>> text = describe_machine()
         >>> text.startswith("CPU only") if num_gpus() == 0 else "CUDA" in text
         True
     """
-    n = num_gpus()
-    if n == 0:
-        details = [_cpu_model(), f"{torch.backends.cpu.get_cpu_capability()} kernels"]
-        details += [f"{name}={os.environ[name]}" for name in KERNEL_SETTINGS if name in os.environ]
-        return f"CPU only, {_cores()} ({', '.join(details)})"
-    models = Counter(torch.cuda.get_device_name(i) for i in range(n))
-    gpus = " + ".join(f"{count} x {name}" for name, count in models.items())
-    return f"{gpus} (CUDA {torch.version.cuda})"
+    return machine_info().describe()
 
 
 def device_report() -> str:

@@ -24,7 +24,7 @@ from gpukit._loop import (
     seed_and_init,
     train_epochs,
 )
-from gpukit.devices import _device_or_gpu
+from gpukit.devices import device_or_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.timing import Timer, format_seconds
 
@@ -44,7 +44,7 @@ def auto_precision(device: torch.device | str | None = None) -> str:
         >>> auto_precision("cpu") in ("bf16", "fp32")
         True
     """
-    device = _device_or_gpu(device)
+    device = device_or_gpu(device)
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported(including_emulation=False) else "fp16"
     flags = torch.cpu.get_capabilities()
@@ -208,7 +208,7 @@ def train_fast(
     check_choice(precision, "precision", ["auto", *_DTYPES])
     if compile is not None and not isinstance(compile, bool | str):
         raise TypeError(f"compile must be None, a bool or a mode name, got {compile!r}")
-    device = _device_or_gpu(device)
+    device = device_or_gpu(device)
     precision = auto_precision(device) if precision == "auto" else precision
     if compile is None:
         compile = device.type == "cuda"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from gpukit._checks import check_choice, check_int, check_type
-from gpukit.devices import _device_or_gpu, existing_device
+from gpukit.devices import device_or_gpu, existing_device
 from gpukit.memory import format_bytes
 from gpukit.timing import Timer, format_seconds
 
@@ -191,7 +191,7 @@ def copy_bandwidth(
     """
     check_int(nbytes, "nbytes")
     check_int(repeats, "repeats")
-    dev = _device_or_gpu(device)
+    dev = device_or_gpu(device)
     check_choice(direction, "direction", _DIRECTIONS)
     check_type(pinned, "pinned", bool, "a bool")
     if dev.type == "cpu" and direction != "within_device":
@@ -248,7 +248,7 @@ def launch_latency(
         >>> print(launch_latency("cpu", repeats=100).what)
         tiny op, back to back (CPU: dispatch overhead, no kernel launch)
     """
-    dev = _device_or_gpu(device)
+    dev = device_or_gpu(device)
     check_int(repeats, "repeats")
     check_type(synchronize_each, "synchronize_each", bool, "a bool")
     x = torch.zeros(1, device=dev)
@@ -285,7 +285,7 @@ def matmul_dtypes(device: str | torch.device | None = None) -> list[str]:
         >>> matmul_dtypes("cpu")
         ['fp32']
     """
-    dev = _device_or_gpu(device)
+    dev = device_or_gpu(device)
     major = torch.cuda.get_device_capability(dev)[0] if dev.type == "cuda" else 0
     if major >= 8:
         return ["fp32", "tf32", "bf16"]
@@ -343,7 +343,7 @@ def matmul_throughput(
     """
     check_int(n, "n")
     check_int(repeats, "repeats")
-    dev = _device_or_gpu(device)
+    dev = device_or_gpu(device)
     check_choice(dtype, "dtype", _DTYPES)
     if dtype == "tf32" and dev.type != "cuda":
         raise ValueError("dtype 'tf32' (a format of NVIDIA's tensor cores) needs a CUDA device")

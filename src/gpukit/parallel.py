@@ -2,6 +2,10 @@
 for any list of devices, ``[cpu(), cpu()]`` included), and processes for ``torch.distributed``:
 :func:`launch` starts one per rank; :func:`ring_allreduce` is the ring algorithm of the
 parameter-server page, checked against ``dist.all_reduce`` by :func:`ring_allreduce_demo`.
+
+Within gpukit (not in ``__all__``, not for pages), for the modules that start processes:
+``rank_device`` (a rank's device), ``checked_backend`` (a backend argument, checked) and
+``launch_checked`` (:func:`launch` once its arguments are checked).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from gpukit._checks import check_choice, check_int, check_number, check_tensors, check_type
-from gpukit.devices import _existing_devices, existing_device
+from gpukit.devices import existing_device, existing_devices
 from gpukit.timing import Timer
 
 __all__ = [
@@ -57,7 +61,7 @@ def split_batch(
     """
     check_type(X, "X", torch.Tensor, "a torch.Tensor")
     check_type(y, "y", torch.Tensor, "a torch.Tensor")
-    devs = _existing_devices(devices)
+    devs = existing_devices(devices)
     if X.dim() == 0 or y.dim() == 0:
         raise ValueError("X and y must have at least one dimension (the examples)")
     if len(X) != len(y):
@@ -127,7 +131,7 @@ def choose_backend(world_size: int) -> str:
     return "nccl" if nccl and dist.is_nccl_available() else "gloo"
 
 
-def _check_backend(backend: object, world_size: int) -> str:
+def checked_backend(backend: object, world_size: int) -> str:
     """``backend``, or for ``None`` the one :func:`choose_backend` picks, if it can run."""
     if backend is None:
         return choose_backend(world_size)
@@ -140,7 +144,7 @@ def _check_backend(backend: object, world_size: int) -> str:
     return backend  # type: ignore[return-value]
 
 
-def _rank_device() -> torch.device:
+def rank_device() -> torch.device:
     """The device of this process in a process group: its GPU under NCCL, else the CPU."""
     if dist.is_available() and dist.is_initialized() and dist.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
@@ -270,11 +274,11 @@ def launch(
             "not in a notebook or inside another function"
         )
     check_int(world_size, "world_size")
-    backend = _check_backend(backend, world_size)
+    backend = checked_backend(backend, world_size)
     check_number(timeout_s, "timeout_s")
     if run_timeout_s is not None:
         check_number(run_timeout_s, "run_timeout_s")
-    return _launch(
+    return launch_checked(
         worker,
         world_size=world_size,
         args=args,
@@ -284,7 +288,7 @@ def launch(
     )
 
 
-def _launch(
+def launch_checked(
     worker: Callable[..., Any],
     *,
     world_size: int,
@@ -441,7 +445,7 @@ def ring_allreduce_demo(
     """
     check_int(numel, "numel")
     check_int(repeats, "repeats")
-    device = _rank_device()
+    device = rank_device()
     x = torch.randn(numel, generator=torch.Generator().manual_seed(rank)).to(device)
 
     def timed(allreduce_fn: Callable[[torch.Tensor], object]) -> tuple[torch.Tensor, float]:

@@ -18,17 +18,19 @@ multi-GPU and DistributedDataParallel pages.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
 
 from gpukit._checks import check_choice, check_int
+from gpukit._env import FASHION_MNIST_SIZES
+from gpukit._env import PROFILE_VAR as ENV_VAR
 from gpukit._loop import SCHEDULES, describe_run
 
 __all__ = ["PROFILES", "Profile", "Workload", "current_profile", "pick"]
 
-ENV_VAR = "GPUKIT_PROFILE"
 T = TypeVar("T")
 
 
@@ -69,19 +71,25 @@ class Workload:
         if self.resize is not None:
             check_int(self.resize, "resize", 1, "or None")
 
-    def describe(self) -> str:
-        """One line with the amount of data and the settings, for page outputs."""
-        prefix = f"{self.name}: " if self.name else ""
+    def describe(self, translate: Callable[[str], str] = str) -> str:
+        """One line with the amount of data and the settings, for page outputs.
+
+        ``translate`` maps each English phrase to the reader's language (the site's About page
+        passes its gettext).
+        """
         settings = describe_run(
-            n_train=self.n_train or 60_000,
-            n_test=self.n_test or 10_000,
+            n_train=self.n_train or FASHION_MNIST_SIZES["train"],
+            n_test=self.n_test or FASHION_MNIST_SIZES["test"],
             batch_size=self.batch_size,
             lr=self.lr,
             schedule=self.schedule,
             epochs=self.epochs,
             resize=self.resize,
+            translate=translate,
         )
-        return prefix + settings
+        if not self.name:
+            return settings
+        return translate("{name}: {settings}").format(name=self.name, settings=settings)
 
 
 @dataclass(frozen=True)
@@ -105,23 +113,10 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         "quick",
-        # A few seconds per training run on 2 CPU cores. LeNet's std-0.01 initialisation
-        # sits on a plateau for a few hundred steps, so it takes small batches to get past it
-        # (test accuracy 0.66-0.73 after these 750 steps, with one replica or two and for
-        # several seeds; with fewer steps it may stay at 0.1, with lr 0.4 it may fall back).
-        # ResNet-18: the concise page trains it three times (one device, DataParallel with
-        # twice the batch, 2 DDP processes). Batch norm's running averages need optimizer
-        # *steps*, not images: with batch 16 the two-device runs made 32 steps and evaluated at
-        # chance (0.10-0.16); with batch 4, 64 steps (256 images) ended at 0.44-0.55. 96 steps
-        # (384 images) and the warm-up and cosine decay, which end the runs with small steps so
-        # that the averages catch up with the weights, give 0.61-0.67 (below). At batch 4 a step
-        # costs much more than its images' arithmetic (it reads and writes 11 million weights
-        # and their gradients), so the page's time is set by its steps: 28x28 images and 128
-        # steps took 265 s on 2 AVX2 cores, over the page's 90 s budget; images shrunk to 14x14
-        # make a step ~1.5x cheaper. Test accuracy of the three runs on one AVX-512 machine
-        # (2 cores): 0.62, 0.62, 0.66 as is; 0.62, 0.64, 0.67 with ATEN_CPU_CAPABILITY=default;
-        # 0.62, 0.62, 0.66 with ONEDNN_MAX_CPU_ISA=SSE41 and MKL_ENABLE_INSTRUCTIONS=SSE4_2;
-        # 0.66, 0.61, 0.64 with ATEN_CPU_CAPABILITY=avx2.
+        # A few seconds per training run on 2 CPU cores, and still past chance: LeNet needs
+        # small batches to leave its plateau, ResNet-18's batch norm needs optimizer steps (so
+        # batch 4, warm-up and cosine decay) and its time is set by its steps (so 14x14 images).
+        # The measurements behind each size: MAINTAINERS.md, "The quick profile's sizes".
         lenet=Workload(3_000, 1_000, epochs=4, batch_size=16, lr=0.25, name="LeNet"),
         resnet=Workload(
             384,

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, FuncFormatter
 
 from gpukit._checks import check_choice, check_int, check_number, check_type
-from gpukit.devices import _device_or_gpu
+from gpukit.devices import device_or_gpu
 from gpukit.measure import PEAK_TFLOPS, copy_bandwidth, matmul_throughput, time_op
 
 __all__ = [
@@ -152,7 +152,7 @@ def measured_roofline(
         >>> roof.ridge_point > 0
         True
     """
-    dev = _device_or_gpu(device)
+    dev = device_or_gpu(device)
     check_int(copy_bytes, "copy_bytes")
     if isinstance(matmul_sizes, str | int) or not isinstance(matmul_sizes, Sequence):
         raise TypeError(f"matmul_sizes must be a sequence of ints, got {matmul_sizes!r}")

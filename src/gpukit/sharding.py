@@ -24,7 +24,7 @@ from torch import nn
 
 from gpukit._checks import check_int, check_type
 from gpukit.data import load_data_fashion_mnist
-from gpukit.parallel import _rank_device
+from gpukit.parallel import rank_device
 
 __all__ = [
     "RowTransformer",
@@ -253,7 +253,7 @@ def _mesh(shape: tuple[int, ...], names: tuple[str, ...] | None = None) -> Any:
     ``init_device_mesh`` would otherwise assume CUDA)."""
     from torch.distributed.device_mesh import init_device_mesh
 
-    return init_device_mesh(_rank_device().type, shape, mesh_dim_names=names)
+    return init_device_mesh(rank_device().type, shape, mesh_dim_names=names)
 
 
 def _local_bytes(tensors: Any) -> int:
@@ -349,7 +349,7 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed.tensor import DTensor
 
-    device = _rank_device()
+    device = rank_device()
     mesh = _mesh((world_size,))
     results = []
     for variant in config["variants"]:
@@ -474,7 +474,7 @@ def tensor_parallel_worker(
     dp = config.get("data_parallel", 1)
     if world_size % dp:
         raise ValueError(f"data_parallel ({dp}) must divide world_size ({world_size})")
-    device = _rank_device()
+    device = rank_device()
     mesh = _mesh((dp, world_size // dp), ("dp", "tp"))
     net = RowTransformer(**config["model"]).to(device)
     plan = {
@@ -566,7 +566,7 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
     _check_config(config, ("model", "batches", "lr", "schedule", "n_microbatches"))
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-    device = _rank_device()
+    device = rank_device()
     net = RowTransformer(**config["model"])
     n_blocks = len(net.blocks)
     if n_blocks % world_size:

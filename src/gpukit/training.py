@@ -34,10 +34,10 @@ from gpukit._loop import (
     train_epochs,
 )
 from gpukit.data import find_fashion_mnist, load_data_fashion_mnist
-from gpukit.devices import _device_or_gpu, _existing_devices, try_all_gpus
+from gpukit.devices import device_or_gpu, existing_devices, try_all_gpus
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.models import resnet18
-from gpukit.parallel import _check_backend, _launch, _rank_device
+from gpukit.parallel import checked_backend, launch_checked, rank_device
 
 __all__ = [
     "SCHEDULES",
@@ -158,7 +158,7 @@ def train_ch6(
         schedule=schedule,
         batches={"train_iter": train_iter, "test_iter": test_iter},
     )
-    device = _device_or_gpu(device)
+    device = device_or_gpu(device)
     seed_and_init(net, init=init, seed=seed)
     net.to(device)
     return _train_in_this_process(
@@ -227,7 +227,7 @@ def train_data_parallel(
     )
     if devices is None:
         devices = try_all_gpus()
-    devs = _existing_devices(devices)
+    devs = existing_devices(devices)
     gpus = [d for d in devs if d.type == "cuda"]
     if len(set(gpus)) != len(gpus):
         raise ValueError(f"devices must not repeat a GPU, got {[str(d) for d in devs]}")
@@ -313,7 +313,7 @@ def _ddp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
 
     seed = config["seed"]
     per_rank = config["batch_size"] // world_size
-    device = _rank_device()
+    device = rank_device()
     net = pickle.loads(config["net"])
     seed_and_init(net, init=config["init"], seed=seed)
     net.to(device)
@@ -462,7 +462,7 @@ def train_ddp(
     for name, value in (("n_train", n_train), ("n_test", n_test), ("resize", resize)):
         if value is not None:
             check_int(value, name, 1, "or None")
-    backend = _check_backend(backend, world_size)
+    backend = checked_backend(backend, world_size)
     if run_timeout_s is not None:
         check_number(run_timeout_s, "run_timeout_s")
     if n_train is not None and n_train < world_size:
@@ -489,7 +489,7 @@ def train_ddp(
         "seed": seed,
         "schedule": schedule,
     }
-    out = _launch(
+    out = launch_checked(
         _ddp_worker,
         world_size=world_size,
         args=(config,),

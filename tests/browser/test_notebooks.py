@@ -194,7 +194,7 @@ def test_downloaded_notebook_runs_in_a_fresh_environment(tmp_path: Path) -> None
     # A copy of the package's files: building it writes build/ next to them.
     package = tmp_path / "gpukit"
     shutil.copytree(ROOT / "src", package / "src", ignore=shutil.ignore_patterns("*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, package)
     subprocess.run(
         [

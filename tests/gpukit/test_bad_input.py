@@ -25,6 +25,7 @@ NO_ARGUMENTS = {
     "current_profile",  # reads GPUKIT_PROFILE: its bad values are a case below
     "describe_machine",
     "device_report",
+    "machine_info",
     "num_gpus",
     "try_all_gpus",
 }
@@ -34,6 +35,7 @@ NO_ARGUMENTS = {
 NOT_CALLED_BY_PAGES = {
     "DataNotFoundError",
     "EpochStats",
+    "MachineInfo",
     "Measurement",
     "MemoryUse",
     "OpPoint",

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from gpukit.models import lenet_forward, lenet_params
 from gpukit.parallel import (
-    _rank_device,
     allreduce,
     choose_backend,
     get_params,
     launch,
+    rank_device,
     ring_allreduce,
     ring_allreduce_demo,
     ring_allreduce_sweep,
@@ -198,7 +198,7 @@ def test_replicas_take_the_same_step_as_one_device(n_devices):
 
 def test_helpers_outside_a_process_group():
     assert not dist.is_initialized()
-    assert _rank_device() == CPU
+    assert rank_device() == CPU
     x = torch.ones(3)
     assert ring_allreduce(x) is x and x.tolist() == [1.0, 1.0, 1.0]
     assert choose_backend(torch.cuda.device_count() + 1) == "gloo"
@@ -215,7 +215,7 @@ def echo_worker(rank: int, world_size: int, base: int) -> dict[str, int]:
     """Return what this rank knows, and a sum over the ranks through dist.all_reduce."""
     import os
 
-    total = torch.tensor([float(rank)], device=_rank_device())
+    total = torch.tensor([float(rank)], device=rank_device())
     dist.all_reduce(total)
     return {
         "device": str(total.device),
@@ -285,7 +285,7 @@ def ring_worker(rank: int, world_size: int) -> list[float]:
     """Ring all-reduce tensors of several sizes and layouts; return the largest errors."""
     errors = []
     g = torch.Generator().manual_seed(rank)
-    device = _rank_device()  # its GPU under NCCL
+    device = rank_device()  # its GPU under NCCL
     # 2 elements on 3 ranks leaves a chunk empty; the transposed one is not contiguous.
     for x in (torch.randn(2, generator=g), torch.randn(7, 5, generator=g).T, torch.ones(())):
         x = x.to(device)

@@ -420,7 +420,7 @@ def test_train_ddp_passes_its_run_timeout_to_the_launcher(fake_fashion_mnist, mo
         launched.update(options)
         raise RuntimeError("not launched")
 
-    monkeypatch.setattr(training, "_launch", launch)
+    monkeypatch.setattr(training, "launch_checked", launch)
     root = fake_fashion_mnist(n_train=16, n_test=8)
     with pytest.raises(RuntimeError, match="not launched"):
         train_ddp(2, 1, 0.1, 16, net=lenet(), root=root, backend="gloo", run_timeout_s=30)
