@@ -267,8 +267,8 @@ def plot_roofline(
     Each point is labelled with its name; each roof's ridge point is marked. ``marks`` maps
     names to intensities, drawn as labelled dotted vertical lines: operations read off roofs
     they were not measured on. Labels are horizontal, and a label that would cover another
-    (two operations of about the same intensity) moves up or down until it covers none. Returns a matplotlib figure, which
-    :func:`gpukit.plotting.figure_to_svg` renders.
+    (two operations of about the same intensity) moves up or down until it covers none.
+    Returns a matplotlib figure, which :func:`gpukit.plotting.figure_to_svg` renders.
 
     Example:
         >>> roof = Roofline("toy", bandwidth=1e11, peak_flops=1e12)
@@ -298,31 +298,35 @@ def plot_roofline(
     labels = []
     for name, x in sorted(marks.items(), key=lambda mark: mark[1]):
         ax.axvline(x, color="0.6", linestyle=":", linewidth=1)
-        labels.append((
-            ax.annotate(
-                name,
-                (x, 0.02),
-                xycoords=("data", "axes fraction"),
-                xytext=(2, 0),
-                textcoords="offset points",
-                fontsize=8,
-                color="0.25",
-            ),
-            _ALONG_A_LINE,
-        ))
+        labels.append(
+            (
+                ax.annotate(
+                    name,
+                    (x, 0.02),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(2, 0),
+                    textcoords="offset points",
+                    fontsize=8,
+                    color="0.25",
+                ),
+                _ALONG_A_LINE,
+            )
+        )
     markers = []
     for p in sorted(points, key=lambda p: (p.intensity, p.flops_per_second)):
         markers += ax.plot([p.intensity], [p.flops_per_second], "k^", ms=5)
-        labels.append((
-            ax.annotate(
-                p.name,
-                (p.intensity, p.flops_per_second),
-                xytext=(4, -10),
-                textcoords="offset points",
-                fontsize=8,
-            ),
-            _AROUND_A_POINT,
-        ))
+        labels.append(
+            (
+                ax.annotate(
+                    p.name,
+                    (p.intensity, p.flops_per_second),
+                    xytext=(4, -10),
+                    textcoords="offset points",
+                    fontsize=8,
+                ),
+                _AROUND_A_POINT,
+            )
+        )
     ax.set(
         xscale="log",
         yscale="log",

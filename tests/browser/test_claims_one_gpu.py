@@ -45,6 +45,17 @@ def seconds(outputs: str, line: str) -> float:
     return float(found[-1])
 
 
+def ratio_fits(quoted: str, top: float, bottom: float, half_unit: float) -> bool:
+    """``quoted`` (rounded to its digits) can be ``top / bottom``, both printed to ±half_unit."""
+    digits = len(quoted.split(".")[1]) if "." in quoted else 0
+    slack = 0.5 * 10**-digits
+    low, high = (
+        (top - half_unit) / (bottom + half_unit),
+        (top + half_unit) / max(bottom - half_unit, 1e-12),
+    )
+    return low - slack <= float(quoted) <= high + slack
+
+
 def close(quoted: str, value: float, digits: int) -> bool:
     """``quoted`` is ``value`` rounded to ``digits`` (allowing for the rounding of the output)."""
     return abs(float(quoted.replace(",", "")) - value) <= 1.5 * 10**-digits + 0.02 * abs(value)
@@ -53,8 +64,8 @@ def close(quoted: str, value: float, digits: int) -> bool:
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_async_cpu_timings_agree_without_a_queue(desktop_tab, site, lang: str) -> None:
     # Exercise 2 (its lines come last): "the synchronized loop took X times the unsynchronized
-    # one; any difference from 1 comes from the machine". Without the warm-up loop and the fastest of three tries,
-    # the first loop paid for fresh memory and the ratio came out at 0.6.
+    # one; any difference from 1 comes from the machine". Without the warm-up loop and the
+    # fastest of three tries, the first loop paid for fresh memory: the ratio was 0.6.
     provenance, outputs = read(desktop_tab, site, f"{lang}/async-computation")
     unsynchronized = seconds(outputs, "torch on cpu, no synchronization")
     synchronized = seconds(outputs, "torch on cpu, synchronized")
@@ -88,7 +99,9 @@ def test_hardware_stride_solution_quotes_its_sums(desktop_tab, site, lang: str) 
     _, outputs = read(desktop_tab, site, f"{lang}/hardware")
     per_sum = {
         int(stride): float(us.replace(",", ""))
-        for stride, us in re.findall(r"^stride +(\d+): +[\d,]+ numbers, +([\d,.]+) µs", outputs, re.M)
+        for stride, us in re.findall(
+            r"^stride +(\d+): +[\d,]+ numbers, +([\d,.]+) µs", outputs, re.M
+        )
     }
     assert set(per_sum) == {1, 2, 4, 8, 16, 32, 64}, outputs
     starts = {"en": "A view with stride", "zh": "步长为"}[lang]
@@ -103,12 +116,14 @@ def test_gpu_execution_strided_copy_and_recipe_mfu(desktop_tab, site, lang: str)
     _, outputs = read(desktop_tab, site, f"{lang}/gpu-execution")
     useful = {
         int(stride): float(rate)
-        for stride, rate in re.findall(r"^stride +(\d+): +[\d,]+ elements, +([\d.]+) GB/s", outputs, re.M)
+        for stride, rate in re.findall(
+            r"^stride +(\d+): +[\d,]+ elements, +([\d.]+) GB/s", outputs, re.M
+        )
     }
     assert set(useful) == {1, 2, 4, 8, 16, 32}, outputs
     starts = {"en": "With neighbours read together", "zh": "相邻元素一起读取时"}[lang]
     (ratio,) = glued(desktop_tab, starts)
-    assert close(ratio, useful[1] / useful[16], 1)
+    assert ratio_fits(ratio, useful[1], useful[16], 0.05), (ratio, useful)
     assert float(ratio) > 2, f"{lang}: contiguous only {ratio}x the useful rate of stride 16"
     # Exercise 5: the recipe's MFU, and "below"/"above" the perceptron's, from the outputs.
     mlp = float(re.search(r"MFU (\d+)% of the measured peak", outputs).group(1))
