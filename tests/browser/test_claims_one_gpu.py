@@ -168,3 +168,20 @@ def test_profiling_second_convolution_costs_most(desktop_tab, site, lang: str) -
         if "conv" in name and "backw" not in name  # names are cut: "aten::convolution_backwar..."
     ]
     assert forward and forward[0] == "20", f"{lang}: the costliest convolution reads {forward}"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_compilers_break_even_falls_with_size(desktop_tab, site, lang: str) -> None:
+    # Exercise 4: "the saving per call grows about linearly, and the break-even number of calls
+    # falls; for tiny tensors compiling may not save anything".
+    _, outputs = read(desktop_tab, site, f"{lang}/compilers")
+    rows = re.findall(
+        r"^ *([\d,]+) floats: .*break-even (never|after ([\d,]+) calls)", outputs, re.M
+    )
+    assert len(rows) == 2, outputs
+    calls = {
+        int(size.replace(",", "")): float(n.replace(",", "")) if n else float("inf")
+        for size, _, n in rows
+    }
+    small, large = sorted(calls)
+    assert calls[large] < calls[small], f"{lang}: break-even {calls}"
