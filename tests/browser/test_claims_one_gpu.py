@@ -150,6 +150,14 @@ def test_use_gpu_small_products_are_slower_per_flop(desktop_tab, site, lang: str
     quoted = glued(desktop_tab, starts)
     assert close(quoted[1], small, 2) and close(quoted[2], large, 0), (quoted, rates)
     assert small * 3 < large, f"{lang}: 10x10 at {small} GFLOP/s, the large one at {large}"
+    # Exercise 3: the glued ratio is the one of the two printed times.
+    each, once = (
+        float(re.search(rf"^\d+ products on \S+, {variant}: {SECONDS}", outputs, re.M).group(1))
+        for variant in ("each_norm_fetched_at_once", "norms_fetched_once_at_the_end")
+    )
+    starts = {"en": "The first variant calls", "zh": "第一种做法每次乘法之后"}[lang]
+    (quoted,) = glued(desktop_tab, starts)
+    assert ratio_fits(quoted, each, once, 0.00005), (quoted, each, once)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
