@@ -87,6 +87,10 @@ class Measurement:
         ...                   value=733.0, unit="TFLOP/s", peak=989.5))
         cuda:0: bf16 matmul
           20 in 0.0300 sec -> 733.0 TFLOP/s (74% of 989.5 peak)
+        >>> print(Measurement(device="cpu", what="copy, 4 KiB", count=10, seconds=3e-5,
+        ...                   value=1.4, unit="GB/s"))
+        cpu: copy, 4 KiB
+          10 in 30.0 µs -> 1.4 GB/s
     """
 
     device: str
@@ -100,11 +104,16 @@ class Measurement:
     def __str__(self) -> str:
         text = (
             f"{self.device}: {self.what}\n"
-            f"  {self.count} in {format_seconds(self.seconds)} -> {self.value:.1f} {self.unit}"
+            f"  {self.count} in {_duration(self.seconds)} -> {self.value:.1f} {self.unit}"
         )
         if self.peak:
             text += f" ({100 * self.value / self.peak:.0f}% of {self.peak:g} peak)"
         return text
+
+
+def _duration(seconds: float) -> str:
+    # Below 10 ms in µs: "10 in 0.0000 sec -> 1.3 GB/s" once printed a rate beside a time of zero.
+    return format_seconds(seconds) if seconds >= 0.01 else f"{seconds * 1e6:,.1f} µs"
 
 
 def _label(device: torch.device) -> str:

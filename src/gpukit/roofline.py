@@ -19,7 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation
 from matplotlib.ticker import EngFormatter, FuncFormatter
 
 from gpukit._checks import check_choice, check_int, check_number, check_type
@@ -264,8 +266,9 @@ def plot_roofline(
 
     Each point is labelled with its name; each roof's ridge point is marked. ``marks`` maps
     names to intensities, drawn as labelled dotted vertical lines: operations read off roofs
-    they were not measured on. Returns a matplotlib figure, which
-    :func:`gpukit.plotting.figure_to_svg` renders.
+    they were not measured on. Labels are horizontal, and a label that would cover another
+    (two operations of about the same intensity) moves up or down until it covers none.
+    Returns a matplotlib figure, which :func:`gpukit.plotting.figure_to_svg` renders.
 
     Example:
         >>> roof = Roofline("toy", bandwidth=1e11, peak_flops=1e12)
@@ -292,26 +295,37 @@ def plot_roofline(
         corners = [lo, roof.ridge_point, hi]
         (line,) = ax.plot(corners, [roof.attainable(x) for x in corners], label=roof.name)
         ax.plot([roof.ridge_point], [roof.peak_flops], "o", color=line.get_color(), ms=4)
-    for name, x in marks.items():
+    labels = []
+    for name, x in sorted(marks.items(), key=lambda mark: mark[1]):
         ax.axvline(x, color="0.6", linestyle=":", linewidth=1)
-        ax.annotate(
-            name,
-            (x, 0.02),
-            xycoords=("data", "axes fraction"),
-            rotation=90,
-            xytext=(2, 0),
-            textcoords="offset points",
-            fontsize=7,
-            color="0.35",
+        labels.append(
+            (
+                ax.annotate(
+                    name,
+                    (x, 0.02),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(2, 0),
+                    textcoords="offset points",
+                    fontsize=8,
+                    color="0.25",
+                ),
+                _ALONG_A_LINE,
+            )
         )
-    for p in points:
-        ax.plot([p.intensity], [p.flops_per_second], "k^", ms=5)
-        ax.annotate(
-            p.name,
-            (p.intensity, p.flops_per_second),
-            xytext=(4, -10),
-            textcoords="offset points",
-            fontsize=8,
+    markers = []
+    for p in sorted(points, key=lambda p: (p.intensity, p.flops_per_second)):
+        markers += ax.plot([p.intensity], [p.flops_per_second], "k^", ms=5)
+        labels.append(
+            (
+                ax.annotate(
+                    p.name,
+                    (p.intensity, p.flops_per_second),
+                    xytext=(4, -10),
+                    textcoords="offset points",
+                    fontsize=8,
+                ),
+                _AROUND_A_POINT,
+            )
         )
     ax.set(
         xscale="log",
@@ -325,5 +339,38 @@ def plot_roofline(
     ax.xaxis.set_major_formatter(FuncFormatter(_plain_number))
     ax.yaxis.set_major_formatter(EngFormatter(unit="FLOP/s"))
     ax.grid(which="major", linewidth=0.5)
-    ax.legend(fontsize=8, loc="lower right")
+    legend = ax.legend(fontsize=8, loc="upper left")
+    _dodge(fig, labels, avoid=[legend, *markers])
     return fig
+
+
+# Where a label may go, as (x, y) offsets in points from what it marks, tried in order: a mark's
+# label upwards along its line; a point's label to the right or left of it, then ever further
+# below or above. Two operations of about the same intensity would otherwise print their names
+# on top of each other ("GELU" and "GELU fused").
+_ALONG_A_LINE = [(2, 11 * step) for step in range(10)]
+_AROUND_A_POINT = [
+    (dx, dy) for step in range(6) for dy in (-3 - 9 * step, 3 + 9 * step) for dx in (5, -5)
+]
+
+
+def _dodge(
+    fig: Figure, labels: list[tuple[Annotation, list[tuple[int, int]]]], avoid: list[Artist]
+) -> None:
+    # Labels are placed in order; each takes the first offset where its box overlaps no label
+    # placed before it and no artist in `avoid`. Boxes are measured by rendering the figure
+    # once; offsets are in points, so they hold in the SVG too.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)  # fixes the autoscaled limits, so the boxes are final
+    placed = [artist.get_window_extent(renderer) for artist in avoid]
+    for label, offsets in labels:
+        for dx, dy in offsets:
+            label.xyann = (dx, dy)
+            label.set_horizontalalignment("left" if dx >= 0 else "right")
+            label.set_verticalalignment("center" if dx != 2 else "bottom")
+            box = label.get_window_extent(renderer).padded(1)
+            if not any(box.overlaps(other) for other in placed):
+                break
+        placed.append(box)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -33,6 +34,8 @@ def test_measurement_text_names_device_time_and_rate():
         unit="GB/s",
     )
     assert str(m) == "cpu (2 threads): host memory copy, 1 MiB\n  4 in 0.5000 sec -> 8.4 GB/s"
+    # A short time in µs: "0.0000 sec" beside a rate read as a contradiction.
+    assert str(dataclasses.replace(m, seconds=3.5e-5)).endswith("4 in 35.0 µs -> 8.4 GB/s")
 
 
 def test_measurement_text_with_peak():

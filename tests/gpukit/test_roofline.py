@@ -142,6 +142,32 @@ def test_plot_names_roofs_and_points_and_is_reproducible():
     assert svg == figure_to_svg(plot_roofline(roofs, points, marks={"add (marked)": 1 / 12}))
 
 
+def test_plot_labels_are_horizontal_and_never_overlap():
+    # The gpu-execution page's case: two GELUs at almost the same point, and marks a few
+    # percent apart on the intensity axis. Their labels once printed over each other, and the
+    # marks' labels stood on end in 7-point grey.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    roofs = [datasheet_roofline(m) for m in ("H100 SXM", "H200 SXM", "B200")]
+    points = [
+        OpPoint("GELU", 1e7, 1.6e7, 2e-3),
+        OpPoint("GELU fused", 1e7, 1.5e7, 1.9e-3),
+        OpPoint("GELU+GELU", 2e7, 3.2e7, 4e-3),
+    ]
+    marks = {"GELU": 0.6, "GELU fused": 0.65, "softmax": 0.5, "conv 3x3": 140, "matmul": 160}
+    fig = plot_roofline(roofs, points, marks=marks)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    labels = [t for t in fig.axes[0].texts if t.get_text()]
+    assert len(labels) == len(points) + len(marks)
+    assert all(label.get_rotation() == 0 for label in labels)
+    boxes = [label.get_window_extent(renderer) for label in labels]
+    boxes.append(fig.axes[0].get_legend().get_window_extent(renderer))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), (a, b)
+
+
 def test_plot_x_range_covers_points_and_ridges():
     fig = plot_roofline([Roofline("r", 1e9, 1e12)], [OpPoint("tiny", 1, 1e4, 1.0)])
     lo, hi = fig.axes[0].get_xlim()
