@@ -9,7 +9,7 @@ import importlib
 
 import pytest
 
-MODULES_WITH_EXAMPLES = ["budgets", "front_matter", "learning_path", "provenance"]
+MODULES_WITH_EXAMPLES = ["budgets", "front_matter", "learning_path", "provenance", "recordings"]
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_EXAMPLES)
