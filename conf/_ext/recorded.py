@@ -22,7 +22,7 @@ from pathlib import Path
 
 from docutils import nodes
 from myst_nb.core.variables import format_plain_text
-from recordings import FILE, cell_hash  # conf/recordings.py: the format, its writers
+from recordings import FILE, cell_hash, load  # conf/recordings.py: the format, its writers
 from sphinx.locale import _
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
@@ -42,7 +42,7 @@ def load_recordings(app, config) -> None:
     """Read every recording once; their hash is a config value that rewrites every page."""
     RECORDINGS.clear()
     for path in sorted(recordings_folder(app).glob(f"*/{FILE}")):
-        RECORDINGS[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
+        RECORDINGS[path.parent.name] = load(path)  # a hand-edited one fails, named
     app.recordings = RECORDINGS
     digest = hashlib.sha256(json.dumps(app.recordings, sort_keys=True).encode()).hexdigest()
     config.recordings_hash = digest[:16]
