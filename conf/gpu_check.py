@@ -281,6 +281,8 @@ try:
     facts["gpus"] = [torch.cuda.get_device_name(i) for i in range(facts["gpu_count"])]
     import gpukit
     facts["machine"] = gpukit.describe_machine()
+    import recordings  # conf/: what a recording says of the machine, read here to import once
+    facts["provenance"] = recordings.collect_provenance(sys.argv[1])  # the profile
     try:
         facts["data"] = str(gpukit.find_fashion_mnist(download=False))
     except gpukit.DataNotFoundError:
@@ -293,7 +295,7 @@ print(json.dumps(facts))
 
 def machine_facts(env: dict[str, str]) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", FACTS], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-c", FACTS, PROFILE], env=env, capture_output=True, text=True, check=False
     )
     try:
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -751,19 +753,6 @@ def summary(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def recording_provenance(env: dict[str, str]) -> dict | None:
-    """The machine as a recording names it, read by the pages' Python in their environment
-    (lowered CPU kernels included); None where torch cannot say (the report says why)."""
-    command = [sys.executable, str(CONF_DIR / "recordings.py"), "provenance"]
-    done = subprocess.run(
-        [*command, "--profile", PROFILE], env=env, capture_output=True, text=True, check=False
-    )
-    try:
-        return json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        return None
-
-
 def save_recording(out: Path, recorded: Path, done: list[dict], provenance: dict | None) -> dict:
     """``out/recording.json``: the pages' outputs so far, with the machine's provenance."""
     found = [p["page"] for p in done if (recorded / f"{p['page']}.json").is_file()]
@@ -803,7 +792,7 @@ def check(args: argparse.Namespace) -> int:
 
     facts = machine_facts(env)
     gpus = int(facts.get("gpu_count") or 0)
-    provenance = recording_provenance(env)
+    provenance = facts.pop("provenance", None)  # None: torch could not say (the report does)
     report: dict = {"profile": PROFILE, "jobs": args.jobs, "budget_s": args.budget}
     report["machine"] = facts
     report["install"] = json.loads(os.environ.pop("GPU_CHECK_INSTALL", "null")) or {

@@ -295,7 +295,7 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
 
 def test_the_gpu_build_uploads_its_recording() -> None:
     steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
-    build = next(i for i, step in enumerate(steps) if "nox -s docs --" in step.get("run", ""))
+    build = next(i for i, step in enumerate(steps) if "nox -s docs -- " in step.get("run", ""))
     assert "--record" in steps[build]["run"].split()
     upload = [
         step["with"]
