@@ -4,7 +4,7 @@ A recording is one JSON file, ``recording.json``::
 
     {"format": "gpukit-recording/1",
      "provenance": {"kind": "1x-nvidia-h200", "gpus": ["NVIDIA H200"], "torch": "2.11.0", ...},
-     "dropped": ["memory cell 7: a figure of 2.1 MiB (over the 3 MiB budget)"],
+     "dropped": ["memory cell 7: a figure of 2150 KiB, over the budget of 3 MiB"],
      "pages": {"memory": [{"hash": "3f2a...", "outputs": [{"text": "..."}, {"svg": "<svg..."}]}]}}
 
 One entry per code cell, in the page's order; ``hash`` is the hash of the cell's source
@@ -19,7 +19,8 @@ and ``python3 conf/recordings.py write OUT`` (from the last docs build's executi
 ``docs/recordings/<kind>/recording.json``, replacing the previous one of that kind of machine;
 ``conf/_ext/recorded.py`` shows them on the site.
 
-Only the standard library is needed, except to collect the provenance (torch).
+Importing needs only the standard library; collecting the provenance needs torch, and writing
+from a docs build myst-nb and jupyter-cache (the docs environment).
 """
 
 from __future__ import annotations
