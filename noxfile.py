@@ -37,11 +37,16 @@ def split_profile(args: list[str]) -> tuple[dict[str, str], list[str]]:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build both languages into docs/_build/html (extra arguments go to sphinx-build)."""
+    """Build both languages into docs/_build/html (extra arguments go to sphinx-build).
+
+    ``--record``: then write this machine's recording, docs/_build/recording/recording.json."""
     install(session, "docs")
-    env, args = split_profile(session.posargs)
+    record = "--record" in session.posargs
+    env, args = split_profile([a for a in session.posargs if a != "--record"])
     for lang in LANGUAGES:
         session.run("sphinx-build", *sphinx_build_args(DOCS, BUILD, lang), *args, env=env)
+    if record:
+        session.run("python", "conf/recordings.py", "write", BUILD / "recording", env=env)
     # html/jupyter_execute (myst-nb's notebooks and figures) stays: deleting it would make every
     # later build read those pages again. The GPU workflow leaves it out of the deployed site.
 
@@ -88,6 +93,16 @@ def gpu_check(session: nox.Session) -> None:
     prepare`` writes the folder that lets ``python3 conf/gpu_check.py run`` work offline."""
     install(session, "gpu-check", "kernels")
     session.run("python", "conf/gpu_check.py", *(session.posargs or ["run"]))
+
+
+@nox.session(venv_backend="none")
+def record(session: nox.Session) -> None:
+    """Import a recorded run: ``nox -s record -- PATH`` (recording.json, the GPU check's --out
+    folder or the GPU workflow's artifact, .zip or unpacked) into docs/recordings/<machine>/,
+    replacing that machine's previous one. Standard library only: nothing is installed."""
+    if len(session.posargs) != 1:
+        session.error("usage: nox -s record -- PATH")
+    session.run(sys.executable, "conf/recordings.py", "import", *session.posargs)
 
 
 @nox.session

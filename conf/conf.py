@@ -51,6 +51,7 @@ extensions = [
     "gpu_guard",  # a page wants more GPUs than the machine has: a notice, or a failed build
     "about",  # the About page's tables: this build's facts, each page's execution
     "machine_cases",  # this machine's explanation first, the others collapsed
+    "recorded",  # other machines' recorded outputs under each cell, collapsed
     "execution",  # no half-written cache entry after a kill; raises-exception cells must raise
     "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
     "api_reference",  # the API page's section of a gpukit module, made from its __all__

@@ -10,7 +10,9 @@ not the half hour of a full GPU build. It
    environment of the real build (conf/kernel_env.py), each page under its own timeout, a few
    pages at a time, carrying on past a failing page;
 3. writes ``report.json`` and ``report.txt``: per page ok / failed / timed out / not run, its
-   seconds, the failing cell with its traceback; per test its result; the GPU, torch, Python.
+   seconds, the failing cell with its traceback; per test its result; the GPU, torch, Python;
+   and ``recording.json``, every cell's outputs with the machine's provenance
+   (conf/recordings.py), which ``nox -s record -- DIR`` imports for the site to show.
 
 On a machine without a GPU it does the same (the CUDA tests are then reported as skipped, and
 the pages run their CPU path), so CI tests the check itself.
@@ -53,6 +55,7 @@ from xml.etree import ElementTree
 CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
 sys.path.insert(0, str(CONF_DIR))
+import recordings  # noqa: E402
 from kernel_env import kernel_environment  # noqa: E402
 
 WORK = ROOT / ".gpu-check"  # ignored by git; the device tool can still carry it
@@ -278,6 +281,8 @@ try:
     facts["gpus"] = [torch.cuda.get_device_name(i) for i in range(facts["gpu_count"])]
     import gpukit
     facts["machine"] = gpukit.describe_machine()
+    import recordings  # conf/: what a recording says of the machine, read here to import once
+    facts["provenance"] = recordings.collect_provenance(sys.argv[1])  # the profile
     try:
         facts["data"] = str(gpukit.find_fashion_mnist(download=False))
     except gpukit.DataNotFoundError:
@@ -290,7 +295,7 @@ print(json.dumps(facts))
 
 def machine_facts(env: dict[str, str]) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", FACTS], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-c", FACTS, PROFILE], env=env, capture_output=True, text=True, check=False
     )
     try:
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -460,9 +465,12 @@ del _s, _t
 """
 
 
-def execute_page(page: Path, timeout: float, workdir: Path, progress: Path) -> dict:
+def execute_page(
+    page: Path, timeout: float, workdir: Path, progress: Path, record: Path | None = None
+) -> dict:
     """Execute ``page`` as myst-nb would (its code cells, in order, in a fresh kernel; a cell
-    tagged raises-exception must raise and the others must not), within ``timeout`` seconds."""
+    tagged raises-exception must raise and the others must not), within ``timeout`` seconds.
+    ``record``: where to write the cells' outputs for the recording, whatever the status."""
     import jupytext
     import nbformat
     from nbclient import NotebookClient
@@ -473,6 +481,7 @@ def execute_page(page: Path, timeout: float, workdir: Path, progress: Path) -> d
     nb = jupytext.reads(text, fmt="md:myst")
     lines = [text.count("\n", 0, m.start()) + 1 for m in CODE_CELL.finditer(text)]
     code_cells = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    n_cells = len(nb.cells)
     ordinal = {index: n for n, index in enumerate(code_cells)}
     started = time.monotonic()
     deadline = started + timeout
@@ -543,6 +552,10 @@ def execute_page(page: Path, timeout: float, workdir: Path, progress: Path) -> d
                 break
     result["seconds"] = round(time.monotonic() - started, 1)
     result["slowest_cell"] = state["slowest"]
+    if record is not None:  # the page's own cells: full_traceback's is appended after them
+        cells, dropped = recordings.from_notebook({"cells": nb.cells[:n_cells]}, page.stem)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"cells": cells, "dropped": dropped}), encoding="utf-8")
     return result
 
 
@@ -601,6 +614,7 @@ class Pages:
         log = self.out / "logs" / f"{page.stem}.log"
         command = [sys.executable, __file__, "_page", str(page), "--timeout", str(timeout)]
         command += ["--result", str(result), "--progress", str(progress)]
+        command += ["--record", str(self.workdir / "recorded" / f"{page.stem}.json")]
         with open(log, "wb") as f:
             process = subprocess.Popen(
                 command,
@@ -728,10 +742,31 @@ def summary(report: dict) -> str:
         said = f": {error[0][:160]}" if error else ""
         note = f" [{p['note']}]" if p.get("note") else ""
         lines.append(f"  {p['status']:9} {p['page']:24} {p['seconds']:6.1f} s{where}{said}{note}")
+    recording = report.get("recording") or {}
+    if recording.get("path"):
+        lines.append(recordings.said(recording))
+    elif recording:
+        lines.append(f"recording: none ({recording['why']})")
     lines += [f"skipped: {s}" for s in report["skipped"]]
     if not report.get("complete", True):
         lines.append("INCOMPLETE: the check is still running, or was stopped before its end")
     return "\n".join(lines) + "\n"
+
+
+def save_recording(out: Path, recorded: Path, done: list[dict], provenance: dict | None) -> dict:
+    """``out/recording.json``: the pages' outputs so far, with the machine's provenance."""
+    found = [p["page"] for p in done if (recorded / f"{p['page']}.json").is_file()]
+    if provenance is None:
+        return {"path": None, "why": "torch could not say which machine this is"}
+    if not found:
+        return {"path": None, "why": "no page has run yet"}
+    cells = {}
+    dropped = []
+    for page in found:
+        done = json.loads((recorded / f"{page}.json").read_text(encoding="utf-8"))
+        cells[page] = done["cells"]
+        dropped += done["dropped"]
+    return recordings.write(out, provenance, cells, dropped)
 
 
 def check(args: argparse.Namespace) -> int:
@@ -757,6 +792,7 @@ def check(args: argparse.Namespace) -> int:
 
     facts = machine_facts(env)
     gpus = int(facts.get("gpu_count") or 0)
+    provenance = facts.pop("provenance", None)  # None: torch could not say (the report does)
     report: dict = {"profile": PROFILE, "jobs": args.jobs, "budget_s": args.budget}
     report["machine"] = facts
     report["install"] = json.loads(os.environ.pop("GPU_CHECK_INSTALL", "null")) or {
@@ -788,6 +824,7 @@ def check(args: argparse.Namespace) -> int:
     def save(done: list[dict], complete: bool = False) -> str:
         """Write the report so far: a check killed from outside still leaves one."""
         report.update(complete=complete, pages=done)
+        report["recording"] = save_recording(out, workdir / "recorded", done, provenance)
         report["seconds"] = round(time.monotonic() - started, 1)
         (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         text = summary(report)
@@ -860,6 +897,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     page.add_argument("--timeout", type=float, required=True)
     page.add_argument("--result", type=Path, required=True)
     page.add_argument("--progress", type=Path, required=True)
+    page.add_argument("--record", type=Path)
     args = parser.parse_args(argv)
     if args.command == "run" and args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -879,7 +917,9 @@ def main(argv: list[str]) -> int:
         return 0
     if args.command == "_page":
         try:
-            result = execute_page(args.page, args.timeout, Path.cwd(), args.progress)
+            result = execute_page(
+                args.page, args.timeout, Path.cwd(), args.progress, record=args.record
+            )
         except Exception as err:  # e.g. the kernel did not start: a failed page, said so
             import traceback
 

@@ -315,6 +315,19 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     assert cached == ["docs/_build/.jupyter_cache"] * 2, cached
 
 
+def test_the_gpu_build_uploads_its_recording() -> None:
+    steps = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]["steps"]
+    build = next(i for i, step in enumerate(steps) if "nox -s docs -- " in step.get("run", ""))
+    assert "--record" in steps[build]["run"].split()
+    upload = [
+        step["with"]
+        for step in steps[build:]
+        if "upload-artifact" in step.get("uses", "") and step["with"]["name"] == "recording"
+    ]
+    # Where `nox -s docs -- --record` writes it (noxfile.py).
+    assert [u["path"] for u in upload] == ["docs/_build/recording/recording.json"]
+
+
 def test_the_deployed_site_leaves_out_myst_nbs_scratch_folder(tmp_path) -> None:
     """Run the steps between the build and the upload on a built site: myst-nb's scratch
     folder is gone from what is uploaded, the pages are not."""

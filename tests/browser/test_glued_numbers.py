@@ -23,14 +23,14 @@ from browsing import LANGUAGES, site_pages
 MEASURED = re.compile(r"(?<![\w.])(\d+\.\d{2,}|\d{1,3}(?:,\d{3})+|\d{4,})(?![\w])")
 GPUKIT = Path(__file__).resolve().parents[2] / "src" / "gpukit"
 
-# The prose of the article: everything but code cells (source and outputs), code, math and
-# glued values.
+# The prose of the article: everything but code cells (source and outputs, this build's and
+# those recorded on other machines), code, math and glued values.
 PROSE_JS = """
 () => {
   const article = document.querySelector("article").cloneNode(true);
   for (const node of article.querySelectorAll(
       "div.cell, div.highlight, pre, code, .math, mjx-container, .pasted-text, .pasted-inline, "
-      + ".provenance, .provenance-notice")) {
+      + ".provenance, .provenance-notice, details.recorded")) {
     node.remove();
   }
   return article.innerText;
