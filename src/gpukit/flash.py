@@ -59,8 +59,10 @@ def flash_attention(
     the environment before Triton is first imported (fp32 only there: it computes bf16
     wrongly). It raises a ``RuntimeError`` saying so otherwise.
 
-    Example (on a CPU in the interpreter, with ``TRITON_INTERPRET=1``; a GPU computes the fp32
-    products in TF32, hence the tolerance):
+    In the example a CPU runs the kernel in the interpreter (with ``TRITON_INTERPRET=1``) and
+    a GPU computes the fp32 products in TF32, hence the tolerance.
+
+    Example:
         >>> import torch.nn.functional as F
         >>> from gpukit import try_gpu
         >>> q, k, v = torch.randn(3, 1, 2, 40, 16, device=try_gpu()).unbind(0)  # 40 tokens
