@@ -1,14 +1,22 @@
-"""Fixtures shared by the gpukit tests: tiny IDX files written on the fly."""
+"""Fixtures shared by the gpukit tests: tiny IDX files written on the fly; Triton's interpreter
+without a GPU."""
 
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+
+# Without a GPU, gpukit.flash's kernel runs in Triton's interpreter, which Triton chooses while
+# it is first imported: set it here, before any test (or torch.compile) imports Triton.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 IMAGES_MAGIC = 2051
 LABELS_MAGIC = 2049

@@ -290,6 +290,32 @@ CASES = [
         TypeError,
         "mask",
     ),
+    # flash
+    (
+        "flash_attention",
+        ([[1.0]], lambda: torch.ones(1, 1, 4, 16), lambda: torch.ones(1, 1, 4, 16)),
+        {},
+        TypeError,
+        "q",
+    ),
+    (
+        "flash_attention",
+        (
+            lambda: torch.ones(1, 1, 4, 16),
+            lambda: torch.ones(1, 1, 5, 16),
+            lambda: torch.ones(1, 1, 4, 16),
+        ),
+        {},
+        ValueError,
+        "q",
+    ),
+    (
+        "flash_attention",
+        (lambda: torch.ones(1, 1, 4, 16),) * 3,
+        {"block_n": 24},
+        ValueError,
+        "block_n",
+    ),
     ("kv_cache_bytes", (0, 1, 1), {}, ValueError, "num_layers"),
     ("kv_cache_bytes", (1, 1, 1), {"dtype": "bf16"}, TypeError, "dtype"),
     # gpt
