@@ -528,8 +528,8 @@ def apply_tensor_parallel(
     (``RowwiseParallel``: partial sums, added by an all-reduce); the embedding, the head and
     the layer norms stay whole on every rank. The ranks must divide the heads. With
     ``sequence_parallel``, the layer norms and the residual stream between the blocks hold
-    each rank's slice of the tokens instead. Call it in a process group, as
-    :func:`tensor_parallel_worker` does.
+    each rank's slice of the tokens instead (the ranks must divide the 28 tokens). Call it in
+    a process group, as :func:`tensor_parallel_worker` does.
     """
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (
@@ -543,6 +543,8 @@ def apply_tensor_parallel(
     check_type(net, "net", RowTransformer, "a RowTransformer")
     n_heads = next(iter(net.blocks.values())).attn.n_heads if len(net.blocks) else 1
     _check_heads(n_heads, mesh.size())
+    if sequence_parallel:
+        _check_tokens(mesh.size())
     # [tp-core]
     plan = {
         "attn.q": ColwiseParallel(),
@@ -589,6 +591,17 @@ def _check_heads(n_heads: int, ranks: int) -> None:
         )
 
 
+def _check_tokens(ranks: int) -> None:
+    """Sequence parallelism cuts the 28 tokens into equal slices (gloo's collectives need them
+    equal), or fails."""
+    if ROWS % ranks:
+        accepted = [d for d in range(1, ROWS + 1) if ROWS % d == 0]
+        raise ValueError(
+            f"sequence parallelism over {ranks} ranks needs the {ROWS} tokens of an image to "
+            f"cut into equal slices: accepted sizes {accepted}"
+        )
+
+
 def tensor_parallel_worker(
     rank: int, world_size: int, config: dict[str, Any]
 ) -> dict[str, Any] | None:
@@ -632,6 +645,8 @@ def tensor_parallel_worker(
             f"data_parallel ({dp}) must divide world_size ({world_size}): accepted {divisors}"
         )
     _check_heads(config["model"].get("n_heads", 4), world_size // dp)
+    if config.get("sequence_parallel"):
+        _check_tokens(world_size // dp)
     _check_split(config["batches"], dp, "data_parallel", "the rows split every minibatch")
     device = _rank_device()
     mesh = _mesh((dp, world_size // dp), ("dp", "tp"))
