@@ -696,7 +696,8 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
     Stage 0 keeps the embedding and the first blocks, the last stage the last blocks and the
     head (``config["model"]["n_blocks"]`` must be a multiple of ``world_size``). ``config``
     holds ``model``, ``batches`` and ``lr`` as for :func:`fsdp_worker`, ``schedule``
-    (``"gpipe"`` or ``"1f1b"``) and ``n_microbatches``. Returns this stage's ``state`` (its
+    (``"gpipe"`` or ``"1f1b"``) and ``n_microbatches`` (at least ``world_size``, dividing
+    every minibatch). Returns this stage's ``state`` (its
     trained parameters, named as in the whole model), ``losses`` (the last stage: the mean over
     the microbatches of each step), and ``busy_seconds`` and ``step_seconds``: per step, the
     seconds this stage spent computing (forward and backward) and the seconds the step took,
@@ -724,6 +725,11 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
         raise ValueError(
             f"n_blocks ({n_blocks}) must be a multiple of world_size ({world_size}), as many "
             f"blocks per stage: accepted world sizes {accepted}"
+        )
+    if config["n_microbatches"] < world_size:
+        raise ValueError(
+            f"n_microbatches ({config['n_microbatches']}) must be at least the number of stages "
+            f"({world_size}): torch's schedules refuse fewer; accepted {world_size} or more"
         )
     _check_split(
         config["batches"], config["n_microbatches"], "n_microbatches", "equal microbatches"

@@ -75,7 +75,7 @@ def test_every_worker_trains_like_one_process_at_world_size(world_size, fake_fas
     jobs = [
         (tensor_parallel_worker, config),
         (tensor_parallel_worker, {**config, "data_parallel": rows}),
-        (pipeline_worker, {**config, "schedule": "1f1b", "n_microbatches": 4}),
+        (pipeline_worker, {**config, "schedule": "1f1b", "n_microbatches": world_size}),
         (fsdp_worker, {**config, "variants": variants}),
         (ring_allreduce_demo, 10),
         (_ddp_worker, ddp),
@@ -119,6 +119,19 @@ def test_workers_refuse_sizes_that_do_not_divide_with_the_sizes_they_accept(worl
             0,
             world_size,
             {**config, "batches": batches(1), "schedule": "gpipe", "n_microbatches": 4},
+        )
+    stages = {**config["model"], "n_blocks": world_size}
+    with pytest.raises(ValueError, match=rf"at least the number of stages \({world_size}\)"):
+        pipeline_worker(
+            0,
+            world_size,
+            {
+                **config,
+                "model": stages,
+                "batches": batches(1),
+                "schedule": "1f1b",
+                "n_microbatches": 2,
+            },
         )
     odd = [(X[:20], y[:20]) for X, y in batches(1)]  # 20 examples: 3 and 8 do not divide it
     with pytest.raises(
