@@ -46,9 +46,12 @@ def batches(n_steps: int = 2) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 def assert_same_weights(state: dict[str, torch.Tensor], reference: torch.nn.Module) -> None:
+    # Adam's first steps are lr * sign(gradient): a gradient that rounding leaves near zero on
+    # 8 ranks can move its weight by a part of a step (lr = 0.01) where one process did not. A
+    # wrong split moves every weight by whole steps.
     assert state.keys() == dict(reference.named_parameters()).keys()
     for name, p in reference.named_parameters():
-        torch.testing.assert_close(state[name], p.detach(), atol=2e-5, rtol=1e-4)
+        torch.testing.assert_close(state[name], p.detach(), atol=5e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("world_size", [3, 8])
