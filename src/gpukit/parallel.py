@@ -11,6 +11,7 @@ Within gpukit (not in ``__all__``, not for pages), for the modules that start pr
 from __future__ import annotations
 
 import datetime
+import gc
 import os
 import pickle
 import signal
@@ -220,6 +221,7 @@ def _entry(
             device_id=torch.device("cuda", rank) if backend == "nccl" else None,
         )
         payload = pickle.dumps(worker(rank, world_size, *args))
+        _leave_group()
     except BaseException as err:
         # Written at once, before this process leaves the group: the other ranks often fail
         # only because it left, and the time says which rank failed first.
@@ -231,8 +233,24 @@ def _entry(
         # No destroy_process_group() here: with a peer gone it can hang, and exiting is
         # what tells the parent (and through it the other ranks) to stop.
         raise SystemExit(1) from None
-    dist.destroy_process_group()
     (out / f"{rank}.pkl").write_bytes(payload)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip the interpreter's teardown: it destroys C++ objects (process groups kept alive by
+    # a leftover reference, gloo's and the profiler's threads) in an order of its own, and a
+    # thread destroyed while still joinable aborts the process ("terminate called without an
+    # active exception"), a failure after the work was done. Everything is written by now.
+    os._exit(0)
+
+
+def _leave_group() -> None:
+    """Leave the process group once every rank is done with it, and with nothing holding it."""
+    # No rank closes its connections while another still finishes a collective with it.
+    dist.barrier()
+    # Modules that hold the group (FSDP's and DTensor's state sits in reference cycles) are
+    # freed now, while Python is whole, not at exit.
+    gc.collect()
+    dist.destroy_process_group()
 
 
 def launch(

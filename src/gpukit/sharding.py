@@ -28,6 +28,8 @@ from gpukit.parallel import rank_device
 
 __all__ = [
     "RowTransformer",
+    "apply_fsdp",
+    "apply_tensor_parallel",
     "bubble_fraction",
     "fashion_batches",
     "fsdp_worker",
@@ -35,6 +37,7 @@ __all__ = [
     "pipeline_worker",
     "reference_steps",
     "sharded_traffic",
+    "tensor_parallel_ranks",
     "tensor_parallel_worker",
 ]
 
@@ -51,6 +54,7 @@ class Attention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int) -> None:
         super().__init__()
+        self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.q = nn.Linear(d_model, d_model)
         self.v = nn.Linear(d_model, d_model)
@@ -207,27 +211,55 @@ def reference_steps(
     return losses
 
 
-def sharded_traffic(n_params: int, world_size: int, bytes_per_param: int = 4) -> dict[str, float]:
+def sharded_traffic(
+    n_params: int, world_size: int, param_bytes: int = 4, grad_bytes: int = 4
+) -> dict[str, float]:
     """Bytes each rank sends per training step: DDP's all-reduce against FSDP's collectives.
 
     A ring all-reduce of the gradients sends ``2 (n - 1) / n`` times their size; FSDP instead
     all-gathers the parameters in the forward pass, again in the backward pass (after
     ``reshard_after_forward`` freed them), and reduce-scatters the gradients: three times
-    ``(n - 1) / n``, 1.5 times DDP's traffic. Without resharding, two times: the same as DDP.
+    ``(n - 1) / n``. The gathers carry ``param_bytes`` a parameter (2 when a
+    ``MixedPrecisionPolicy`` computes in bf16), the reductions ``grad_bytes``. In one dtype
+    FSDP sends 1.5 times DDP's bytes, without resharding as many; bf16 gathers with fp32
+    reductions send as many as DDP in fp32.
 
     Example:
         >>> t = sharded_traffic(1_000_000, 4)
         >>> t["ddp all-reduce"], t["fsdp"] / t["ddp all-reduce"]
         (6000000.0, 1.5)
+        >>> sharded_traffic(1_000_000, 4, param_bytes=2)["fsdp"] / t["ddp all-reduce"]
+        1.0
     """
     check_int(n_params, "n_params")
     check_int(world_size, "world_size")
-    share = (world_size - 1) / world_size * n_params * bytes_per_param
+    check_int(param_bytes, "param_bytes")
+    check_int(grad_bytes, "grad_bytes")
+    share = (world_size - 1) / world_size * n_params
     return {
-        "ddp all-reduce": 2 * share,
-        "fsdp": 3 * share,
-        "fsdp, no reshard": 2 * share,
+        "ddp all-reduce": 2 * share * grad_bytes,
+        "fsdp": share * (2 * param_bytes + grad_bytes),
+        "fsdp, no reshard": share * (param_bytes + grad_bytes),
     }
+
+
+def tensor_parallel_ranks(n_heads: int, gpus: int, cpu_ranks: int = 2) -> int:
+    """How many ranks to split a model of ``n_heads`` heads over by tensor parallelism: one per
+    GPU, as many as divide the heads (each rank must compute whole heads), else ``cpu_ranks``
+    CPU processes when there are fewer than two GPUs.
+
+    Example:
+        >>> [tensor_parallel_ranks(4, gpus) for gpus in (0, 1, 2, 3, 4, 8)]
+        [2, 2, 2, 2, 4, 4]
+    """
+    check_int(n_heads, "n_heads")
+    check_int(gpus, "gpus", 0)
+    check_int(cpu_ranks, "cpu_ranks")
+    if n_heads % cpu_ranks:
+        raise ValueError(f"cpu_ranks ({cpu_ranks}) must divide n_heads ({n_heads})")
+    if gpus < 2:
+        return cpu_ranks
+    return max(d for d in range(1, gpus + 1) if n_heads % d == 0)
 
 
 def bubble_fraction(n_stages: int, n_microbatches: int) -> float:
@@ -269,12 +301,22 @@ def _local_bytes(tensors: Any) -> int:
 
 def _full_state(net: nn.Module) -> dict[str, torch.Tensor]:
     """The whole model's weights on this rank's CPU, DTensors gathered (a collective)."""
+    import logging
+
     from torch.distributed.tensor import DTensor
 
-    return {
-        name: (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
-        for name, p in net.named_parameters()
-    }
+    # On a 2-D mesh DTensor warns that it gathers in two steps, one per mesh dimension: true,
+    # and irrelevant for a check that runs once, so the ranks' output stays free of it.
+    redistribute_log = logging.getLogger("torch.distributed.tensor._redistribute")
+    level = redistribute_log.level
+    redistribute_log.setLevel(logging.ERROR)
+    try:
+        return {
+            name: (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
+            for name, p in net.named_parameters()
+        }
+    finally:
+        redistribute_log.setLevel(level)
 
 
 def _profiled(on: bool) -> Any:
@@ -286,8 +328,12 @@ def _profiled(on: bool) -> Any:
     return profile(activities=[ProfilerActivity.CPU], record_shapes=True)
 
 
-def _collectives(prof: Any, gather_group: int = 1) -> dict[str, list[int]]:
-    """The collectives a profiled step issued: kind -> the elements of each call's full tensor.
+DTYPE_BYTES = {"float": 4, "double": 8, "c10::BFloat16": 2, "c10::Half": 2, "unsigned char": 1}
+
+
+def _collectives(prof: Any, gather_group: int = 1) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """The collectives a profiled step issued: kind -> the elements of each call's full tensor,
+    and kind -> the bytes of all calls' full tensors (their dtypes as recorded).
 
     FSDP2 calls c10d's all-gather and reduce-scatter (arguments: output, input); DTensor calls
     the functional all-reduce, reduce-scatter (arguments: the full tensor) and all-gather
@@ -301,11 +347,15 @@ def _collectives(prof: Any, gather_group: int = 1) -> dict[str, list[int]]:
         "_c10d_functional::all_gather_into_tensor": ("all-gather", 0, gather_group),
     }
     found: dict[str, list[int]] = {}
+    nbytes: dict[str, int] = {}
     for event in prof.events():
         if event.name in kinds:
             kind, which, pieces = kinds[event.name]
-            found.setdefault(kind, []).append(pieces * math.prod(event.input_shapes[which]))
-    return found
+            elements = pieces * math.prod(event.input_shapes[which])
+            found.setdefault(kind, []).append(elements)
+            dtype = event.input_dtypes[which] if event.input_dtypes else "float"
+            nbytes[kind] = nbytes.get(kind, 0) + elements * DTYPE_BYTES.get(dtype, 4)
+    return found, nbytes
 
 
 def _check_config(config: object, required: tuple[str, ...]) -> dict[str, Any]:
@@ -317,6 +367,46 @@ def _check_config(config: object, required: tuple[str, ...]) -> dict[str, Any]:
     return config  # type: ignore[return-value]
 
 
+def apply_fsdp(
+    net: RowTransformer, mesh: Any, *, reshard_after_forward: bool = True, mixed: bool = False
+) -> RowTransformer:
+    """Shard ``net`` in place with FSDP2 over the ranks of ``mesh`` (a 1-D device mesh) and
+    return it: one unit per block, whose weights are gathered and freed together, then the root
+    with what is left (the embedding and the head).
+
+    ``reshard_after_forward`` frees each block's gathered weights after its forward pass (and
+    gathers them again for the backward pass); the root keeps its weights, since the backward
+    pass begins with the head. ``mixed`` computes in bf16 on fp32 master shards. Call it in a
+    process group, as :func:`fsdp_worker` does.
+    """
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    check_type(net, "net", RowTransformer, "a RowTransformer")
+    # [fsdp-core]
+    policy = MixedPrecisionPolicy(
+        param_dtype=torch.bfloat16 if mixed else None,  # what the gathered weights compute in
+        reduce_dtype=torch.float32 if mixed else None,  # what the gradients are summed in
+    )
+    for block in net.blocks.values():
+        fully_shard(block, mesh=mesh, reshard_after_forward=reshard_after_forward, mp_policy=policy)
+    # The root: freed after forward, it would be gathered again at once for the head's backward.
+    fully_shard(net, mesh=mesh, reshard_after_forward=False, mp_policy=policy)
+    # [/fsdp-core]
+    return net
+
+
+def _check_split(batches: Any, parts: int, what: str, accepted: str) -> None:
+    """Each minibatch of ``batches`` must cut into ``parts`` equal slices: each slice's loss is
+    a mean, and the mean of unequal slices' means is not the minibatch's mean."""
+    sizes = sorted({len(X) for X, _ in batches})
+    uneven = [size for size in sizes if size % parts]
+    if uneven:
+        raise ValueError(
+            f"{what} ({parts}) must divide the minibatch size ({uneven[0]}): "
+            f"each of the equal slices computes a mean loss; {accepted}"
+        )
+
+
 def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any]:
     """A :func:`gpukit.parallel.launch` worker: train :class:`RowTransformer` with FSDP2.
 
@@ -324,13 +414,15 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
     (from :func:`fashion_batches`; each rank takes its slice of every minibatch), ``lr``, and
     ``variants``: a list of dicts with ``reshard_after_forward`` (bool) and ``mixed`` (bool:
     bf16 parameters in forward and backward, gradients reduced in fp32). For each variant a
-    fresh model is sharded with ``fully_shard`` per block and once at the root, on a 1-D mesh,
-    and trained with AdamW, one step per batch.
+    fresh model is sharded by :func:`apply_fsdp` on a 1-D mesh and trained with AdamW, one step
+    per batch.
 
     Returns, per variant: ``losses`` (averaged over the ranks), this rank's ``param_bytes``,
     ``grad_bytes`` and ``optimizer_bytes``, ``unsharded_after_forward`` (parameters held
-    whole between forward and backward), the ``collectives`` of one profiled step, and on
-    rank 0 the full trained ``state``.
+    whole between forward and backward), the ``collectives`` of one profiled step (kind -> the
+    elements of each call's full tensor) and their ``collective_bytes`` (kind -> bytes, in the
+    dtypes they moved), and on rank 0 the full trained ``state``. The ranks must divide every
+    minibatch evenly.
 
     Example:
         >>> from gpukit.parallel import launch
@@ -346,26 +438,24 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
         True
     """
     _check_config(config, ("model", "batches", "lr", "variants"))
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    _check_split(config["batches"], world_size, "world_size", "any world size that divides it")
     from torch.distributed.tensor import DTensor
 
     device = rank_device()
     mesh = _mesh((world_size,))
     results = []
     for variant in config["variants"]:
-        net = RowTransformer(**config["model"]).to(device)
-        policy = MixedPrecisionPolicy(
-            param_dtype=torch.bfloat16 if variant.get("mixed") else None,
-            reduce_dtype=torch.float32 if variant.get("mixed") else None,
+        net = apply_fsdp(
+            RowTransformer(**config["model"]).to(device),
+            mesh,
+            reshard_after_forward=variant["reshard_after_forward"],
+            mixed=bool(variant.get("mixed")),
         )
-        reshard = variant["reshard_after_forward"]
-        for block in net.blocks.values():
-            fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
-        fully_shard(net, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
         optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
         losses = []
         unsharded = 0
-        collectives = {}
+        collectives: dict[str, list[int]] = {}
+        collective_bytes: dict[str, int] = {}
         for step, (X, y) in enumerate(config["batches"]):
             X, y = X.tensor_split(world_size)[rank].to(device), y.tensor_split(world_size)[rank]
             optimizer.zero_grad()
@@ -380,7 +470,7 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
                     )
                 loss.backward()
             if step == 0:
-                collectives = _collectives(prof)
+                collectives, collective_bytes = _collectives(prof)
             optimizer.step()
             # Each rank saw its slice: the minibatch's loss is the mean over the ranks.
             total = loss.detach().reshape(1)
@@ -394,6 +484,7 @@ def fsdp_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str,
             "optimizer_bytes": _local_bytes(state_tensors),
             "unsharded_after_forward": unsharded,
             "collectives": collectives,
+            "collective_bytes": collective_bytes,
         }
         state = _full_state(net)  # every rank takes part in the gathering
         if rank == 0:
@@ -426,26 +517,110 @@ def _sequence_parallel_plan() -> dict[str, Any]:
     }
 
 
+def apply_tensor_parallel(
+    net: RowTransformer, mesh: Any, *, sequence_parallel: bool = False
+) -> RowTransformer:
+    """Split every block of ``net`` in place by tensor parallelism over the ranks of ``mesh``
+    (a 1-D device mesh) and return it.
+
+    ``q``, ``k``, ``v`` and ``mlp.up`` are split by columns (``ColwiseParallel``: each rank
+    computes some heads and some hidden units), ``attn.out`` and ``mlp.down`` by rows
+    (``RowwiseParallel``: partial sums, added by an all-reduce); the embedding, the head and
+    the layer norms stay whole on every rank. The ranks must divide the heads. With
+    ``sequence_parallel``, the layer norms and the residual stream between the blocks hold
+    each rank's slice of the tokens instead (the ranks must divide the 28 tokens). Call it in
+    a process group, as :func:`tensor_parallel_worker` does.
+    """
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        PrepareModuleOutput,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    check_type(net, "net", RowTransformer, "a RowTransformer")
+    n_heads = next(iter(net.blocks.values())).attn.n_heads if len(net.blocks) else 1
+    _check_heads(n_heads, mesh.size())
+    if sequence_parallel:
+        _check_tokens(mesh.size())
+    # [tp-core]
+    plan = {
+        "attn.q": ColwiseParallel(),
+        "attn.k": ColwiseParallel(),
+        "attn.v": ColwiseParallel(),
+        "attn.out": RowwiseParallel(),
+        "mlp.up": ColwiseParallel(),
+        "mlp.down": RowwiseParallel(),
+    }
+    # [/tp-core]
+    if sequence_parallel:
+        plan.update(_sequence_parallel_plan())
+        # Between the blocks each rank holds a slice of the tokens: cut after the embedding,
+        # gathered again before the head.
+        parallelize_module(
+            net,
+            mesh,
+            {
+                "embed": PrepareModuleOutput(
+                    output_layouts=Replicate(), desired_output_layouts=Shard(1)
+                ),
+                "head": PrepareModuleInput(
+                    input_layouts=(Shard(1),),
+                    desired_input_layouts=(Replicate(),),
+                    use_local_output=True,
+                ),
+            },
+        )
+    # [tp-apply]
+    for block in net.blocks.values():
+        parallelize_module(block, mesh, plan)
+    # [/tp-apply]
+    return net
+
+
+def _check_heads(n_heads: int, ranks: int) -> None:
+    """Column-wise sharding gives each rank ``n_heads / ranks`` whole heads, or fails."""
+    if n_heads % ranks:
+        accepted = [d for d in range(1, n_heads + 1) if n_heads % d == 0]
+        raise ValueError(
+            f"tensor parallelism over {ranks} ranks needs n_heads ({n_heads}) to be a multiple "
+            f"of the ranks (each rank computes whole heads): accepted tensor-parallel sizes "
+            f"{accepted}; tensor_parallel_ranks() picks one for a number of GPUs"
+        )
+
+
+def _check_tokens(ranks: int) -> None:
+    """Sequence parallelism cuts the 28 tokens into equal slices (gloo's collectives need them
+    equal), or fails."""
+    if ROWS % ranks:
+        accepted = [d for d in range(1, ROWS + 1) if ROWS % d == 0]
+        raise ValueError(
+            f"sequence parallelism over {ranks} ranks needs the {ROWS} tokens of an image to "
+            f"cut into equal slices: accepted sizes {accepted}"
+        )
+
+
 def tensor_parallel_worker(
     rank: int, world_size: int, config: dict[str, Any]
 ) -> dict[str, Any] | None:
     """A :func:`gpukit.parallel.launch` worker: train :class:`RowTransformer` split by tensor
-    parallelism over all ranks.
+    parallelism (:func:`apply_tensor_parallel`) over all ranks.
 
-    In every block ``q``, ``k``, ``v`` and ``mlp.up`` are split by columns
-    (``ColwiseParallel``: each rank computes some heads and some hidden units) and
-    ``attn.out`` and ``mlp.down`` by rows (``RowwiseParallel``: partial sums, added by an
-    all-reduce). Every rank sees the whole minibatch. ``config`` holds ``model``, ``batches``
-    and ``lr`` as for :func:`fsdp_worker`. Returns, on rank 0: ``losses``, this rank's
-    ``param_bytes``, the ``collectives`` of one profiled step, and the full trained ``state``.
+    Every rank sees the whole minibatch. ``config`` holds ``model``, ``batches`` and ``lr`` as
+    for :func:`fsdp_worker`; ``model["n_heads"]`` must be a multiple of the tensor-parallel
+    ranks. Returns, on rank 0: ``losses``, this rank's ``param_bytes``, the ``collectives`` of
+    one profiled step, and the full trained ``state``.
 
     With ``config["data_parallel"] = d`` (default 1), the ranks form a 2-D mesh of ``d`` rows
     (``"dp"``) by ``world_size // d`` columns (``"tp"``): tensor parallelism within a row, and
     FSDP2 (``fully_shard`` on the ``"dp"`` dimension) across the rows, each row training on its
-    slice of every minibatch. With ``config["sequence_parallel"] = True`` (and one row), the
-    layer norms and the residual stream between the blocks hold each rank's slice of the
-    tokens (``SequenceParallel``): the row-wise layers end in a reduce-scatter over the tokens,
-    and the slices are all-gathered before attention, the MLP and the head.
+    slice of every minibatch (``d`` must divide ``world_size`` and the minibatch size). With
+    ``config["sequence_parallel"] = True`` (and one row), the layer norms and the residual
+    stream between the blocks hold each rank's slice of the tokens (``SequenceParallel``): the
+    row-wise layers end in a reduce-scatter over the tokens, and the slices are all-gathered
+    before attention, the MLP and the head.
 
     Example:
         >>> from gpukit.parallel import launch
@@ -462,57 +637,34 @@ def tensor_parallel_worker(
     """
     _check_config(config, ("model", "batches", "lr"))
     from torch.distributed.fsdp import fully_shard
-    from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import (
-        ColwiseParallel,
-        PrepareModuleInput,
-        PrepareModuleOutput,
-        RowwiseParallel,
-        parallelize_module,
-    )
 
     dp = config.get("data_parallel", 1)
     if world_size % dp:
-        raise ValueError(f"data_parallel ({dp}) must divide world_size ({world_size})")
+        divisors = [d for d in range(1, world_size + 1) if world_size % d == 0]
+        raise ValueError(
+            f"data_parallel ({dp}) must divide world_size ({world_size}): accepted {divisors}"
+        )
+    _check_heads(config["model"].get("n_heads", 4), world_size // dp)
+    if config.get("sequence_parallel"):
+        _check_tokens(world_size // dp)
+    _check_split(config["batches"], dp, "data_parallel", "the rows split every minibatch")
     device = rank_device()
     mesh = _mesh((dp, world_size // dp), ("dp", "tp"))
-    net = RowTransformer(**config["model"]).to(device)
-    plan = {
-        "attn.q": ColwiseParallel(),
-        "attn.k": ColwiseParallel(),
-        "attn.v": ColwiseParallel(),
-        "attn.out": RowwiseParallel(),
-        "mlp.up": ColwiseParallel(),
-        "mlp.down": RowwiseParallel(),
-    }
-    if config.get("sequence_parallel"):
-        plan.update(_sequence_parallel_plan())
-        # Between the blocks each rank holds a slice of the tokens: cut after the embedding,
-        # gathered again before the head.
-        parallelize_module(
-            net,
-            mesh["tp"],
-            {
-                "embed": PrepareModuleOutput(
-                    output_layouts=Replicate(), desired_output_layouts=Shard(1)
-                ),
-                "head": PrepareModuleInput(
-                    input_layouts=(Shard(1),),
-                    desired_input_layouts=(Replicate(),),
-                    use_local_output=True,
-                ),
-            },
-        )
-    for block in net.blocks.values():
-        parallelize_module(block, mesh["tp"], plan)
-        if dp > 1:  # FSDP2 shards the tensor-parallel pieces further, across the rows
-            fully_shard(block, mesh=mesh["dp"])
+    net = apply_tensor_parallel(
+        RowTransformer(**config["model"]).to(device),
+        mesh["tp"],
+        sequence_parallel=bool(config.get("sequence_parallel")),
+    )
     if dp > 1:
-        fully_shard(net, mesh=mesh["dp"])
+        # [tp-2d]
+        for block in net.blocks.values():  # each already split within its row
+            fully_shard(block, mesh=mesh["dp"])  # FSDP2 shards the pieces across the rows
+        fully_shard(net, mesh=mesh["dp"], reshard_after_forward=False)
+        # [/tp-2d]
     row = mesh.get_local_rank("dp")
     optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
     losses = []
-    collectives = {}
+    collectives: dict[str, list[int]] = {}
     for step, (X, y) in enumerate(config["batches"]):
         X, y = X.tensor_split(dp)[row].to(device), y.tensor_split(dp)[row].to(device)
         optimizer.zero_grad()
@@ -520,7 +672,7 @@ def tensor_parallel_worker(
             loss = F.cross_entropy(net(X), y)
             loss.backward()
         if step == 0:
-            collectives = _collectives(prof, world_size // dp)
+            collectives, _ = _collectives(prof, world_size // dp)
         optimizer.step()
         total = loss.detach().reshape(1)  # the rows' losses: the minibatch's is their mean
         dist.all_reduce(total)
@@ -544,7 +696,8 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
     Stage 0 keeps the embedding and the first blocks, the last stage the last blocks and the
     head (``config["model"]["n_blocks"]`` must be a multiple of ``world_size``). ``config``
     holds ``model``, ``batches`` and ``lr`` as for :func:`fsdp_worker`, ``schedule``
-    (``"gpipe"`` or ``"1f1b"``) and ``n_microbatches``. Returns this stage's ``state`` (its
+    (``"gpipe"`` or ``"1f1b"``) and ``n_microbatches`` (at least ``world_size``, dividing
+    every minibatch). Returns this stage's ``state`` (its
     trained parameters, named as in the whole model), ``losses`` (the last stage: the mean over
     the microbatches of each step), and ``busy_seconds`` and ``step_seconds``: per step, the
     seconds this stage spent computing (forward and backward) and the seconds the step took,
@@ -566,11 +719,23 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
     _check_config(config, ("model", "batches", "lr", "schedule", "n_microbatches"))
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
+    n_blocks = config["model"].get("n_blocks", 2)
+    if n_blocks % world_size:
+        accepted = [d for d in range(1, n_blocks + 1) if n_blocks % d == 0]
+        raise ValueError(
+            f"n_blocks ({n_blocks}) must be a multiple of world_size ({world_size}), as many "
+            f"blocks per stage: accepted world sizes {accepted}"
+        )
+    if config["n_microbatches"] < world_size:
+        raise ValueError(
+            f"n_microbatches ({config['n_microbatches']}) must be at least the number of stages "
+            f"({world_size}): torch's schedules refuse fewer; accepted {world_size} or more"
+        )
+    _check_split(
+        config["batches"], config["n_microbatches"], "n_microbatches", "equal microbatches"
+    )
     device = rank_device()
     net = RowTransformer(**config["model"])
-    n_blocks = len(net.blocks)
-    if n_blocks % world_size:
-        raise ValueError(f"n_blocks ({n_blocks}) must be a multiple of world_size ({world_size})")
     per_stage = n_blocks // world_size
     for i in range(n_blocks):  # keep this stage's blocks, named as in the whole model
         if i // per_stage != rank:
@@ -581,7 +746,9 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
         net.head = None
     net.to(device)
 
-    stage = PipelineStage(net, rank, world_size, device)
+    # [pp-stage]
+    stage = PipelineStage(net, rank, world_size, device)  # net: this rank's part of the model
+    # [/pp-stage]
     busy = [0.0]  # seconds this stage computed in the current step
 
     def wait_for_device() -> None:
@@ -609,8 +776,10 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
     def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(output, target)
 
+    # [pp-schedule]
     kind = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[config["schedule"]]
     schedule = kind(stage, n_microbatches=config["n_microbatches"], loss_fn=loss_fn)
+    # [/pp-schedule]
     optimizer = torch.optim.AdamW(net.parameters(), lr=config["lr"])
     losses = []
     step_seconds = []
@@ -620,14 +789,16 @@ def pipeline_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[
         busy[0] = 0.0
         dist.barrier()  # start together: the first stage's clock must not include a wait
         start = time.perf_counter()
+        # [pp-step]
         if rank == 0:
-            schedule.step(X.to(device))
-        elif rank == world_size - 1:
+            schedule.step(X.to(device))  # cut into microbatches, each sent on when done
+        elif rank == world_size - 1:  # the last stage computes the loss
             microbatch_losses: list[torch.Tensor] = []
             schedule.step(target=y.to(device), losses=microbatch_losses)
             losses.append(torch.stack(microbatch_losses).mean().item())
         else:
             schedule.step()
+        # [/pp-step]
         wait_for_device()
         step_seconds.append(time.perf_counter() - start)
         busy_seconds.append(busy[0])

@@ -364,6 +364,11 @@ CASES = [
     ("reference_steps", ("net", [], 0.1), {}, TypeError, "net"),
     ("sharded_traffic", (0, 2), {}, ValueError, "n_params"),
     ("sharded_traffic", (10, 0), {}, ValueError, "world_size"),
+    ("sharded_traffic", (10, 2), {"param_bytes": 0}, ValueError, "param_bytes"),
+    ("tensor_parallel_ranks", (4, -1), {}, ValueError, "gpus"),
+    ("tensor_parallel_ranks", (4, 2), {"cpu_ranks": 3}, ValueError, "cpu_ranks"),
+    ("apply_fsdp", ("net", None), {}, TypeError, "net"),
+    ("apply_tensor_parallel", ("net", None), {}, TypeError, "net"),
     # multinode
     ("load_checkpoint", ("net", "folder"), {}, TypeError, "net"),
     ("run_agents", ([],), {}, ValueError, "commands"),
