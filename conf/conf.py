@@ -55,7 +55,7 @@ extensions = [
     "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
     "api_reference",  # the API page's section of a gpukit module, made from its __all__
     "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
-    "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN
+    "katex_math",  # math typeset by KaTeX while the site is built: no script in the page
 ]
 exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]
 templates_path = [str(CONF_DIR / "_templates")]
@@ -144,6 +144,15 @@ html_sidebars = {"**": [f"sidebar/{name}.html" for name in sidebar]}
 html_theme_options = {"source_repository": repository_url, "source_branch": "main"}
 html_theme_options["source_directory"] = f"docs/{site_language}/"
 html_last_updated_fmt = None
+
+# -- Math -----------------------------------------------------------------------------------
+# KaTeX typesets the math while the site is built (conf/_ext/katex_math.py): a page ships HTML,
+# KaTeX's stylesheet and the few fonts its math uses, and no script. (MathJax in the browser
+# cost every page with math 1.2 MB of script, and sized each formula by the reader's fonts.)
+# _static/katex holds KaTeX 0.16.22's dist/katex.min.css, the version sphinxcontrib-katex
+# bundles, with its @font-face rules cut to the woff2 files, and those fonts.
+katex_prerender = True
+katex_css_path = "katex/katex.min.css"
 
 # -- Copy button ----------------------------------------------------------------------------
 # Copy code only: strip prompts and never put a button on a cell's output.

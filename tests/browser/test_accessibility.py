@@ -22,9 +22,7 @@ def violations(page) -> list[str]:
 
 
 def settle(page) -> None:
-    """Wait for MathJax, and for gpukit.js to mark the blocks that scroll."""
-    if page.evaluate("() => !!window.MathJax?.startup?.promise"):
-        page.evaluate("MathJax.startup.promise")
+    """Wait for gpukit.js to mark the blocks that scroll."""
     page.wait_for_timeout(200)
 
 
