@@ -144,6 +144,19 @@ html_sidebars = {"**": [f"sidebar/{name}.html" for name in sidebar]}
 html_theme_options = {"source_repository": repository_url, "source_branch": "main"}
 html_theme_options["source_directory"] = f"docs/{site_language}/"
 html_last_updated_fmt = None
+html_favicon = str(CONF_DIR / "_static" / "favicon.svg")
+# The template (_templates/page.html) links every page to itself in each language on the hosted
+# site (hreflang wants absolute addresses) and describes the pages that have no summary.
+html_context = {
+    "site_url": site_url,
+    "site_languages": [(code, lang.hreflang) for code, lang in LANGUAGES.items()],
+    "site_description": {
+        "en": "How to compute on GPUs with PyTorch, from one GPU to many machines: every page"
+        " executed while the site is built, on the machine it names.",
+        "zh": "用 PyTorch 在 GPU 上计算，从一块 GPU 到多台机器：每一节的代码都在构建本站时执行，"
+        "并注明执行它的机器。",
+    }[site_language],
+}
 
 # -- Math -----------------------------------------------------------------------------------
 # KaTeX typesets the math while the site is built (conf/_ext/katex_math.py): a page ships HTML,

@@ -1,8 +1,8 @@
 """The site serves everything itself: no request leaves 127.0.0.1, and math shows offline.
 
 Every page of both languages is loaded (and the root index.html, which sends a reader to a
-language); every request the browser makes is recorded. Scripts, styles, fonts and KaTeX's
-fonts must all come from the site, and every one of them must be found.
+language); every request the browser makes is recorded. Scripts, styles, fonts, the icon and
+KaTeX's fonts must all come from the site, and every one of them must be found.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ class Recorder:
         context.on("request", self.on_request)
         context.on("response", self.on_response)
         context.on("requestfailed", self.on_failed)
-        # The browser's own guess at an icon: the site declares none.
-        context.route(re.compile(r".*/favicon\.ico$"), lambda route: route.fulfill(status=204))
 
     def on_request(self, request) -> None:
         if not request.url.startswith((self.base + "/", "data:", "blob:", "about:")):
