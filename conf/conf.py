@@ -145,6 +145,8 @@ html_theme_options = {"source_repository": repository_url, "source_branch": "mai
 html_theme_options["source_directory"] = f"docs/{site_language}/"
 html_last_updated_fmt = None
 html_favicon = str(CONF_DIR / "_static" / "favicon.svg")
+# Every image has an alt text; a plot a cell drew gets its labels, in the page's language.
+extensions.append("image_alt")
 # The template (_templates/page.html) links every page to itself in each language on the hosted
 # site (hreflang wants absolute addresses) and describes the pages that have no summary.
 html_context = {

@@ -12,6 +12,7 @@ import re
 
 import pytest
 from browsing import ALL_PAGES, LANGUAGES
+from languages import CHINESE_CHARACTER
 from languages import LANGUAGES as SITE_LANGUAGES
 
 HREFLANGS = {lang.hreflang: code for code, lang in SITE_LANGUAGES.items()}
@@ -82,3 +83,21 @@ def test_every_language_has_the_same_pages() -> None:
     }
     assert pages["en"] == pages["zh"], pages["en"] ^ pages["zh"]
 
+
+# Each image and its alt text; a file name (a dot and an extension, or a slash) is not one.
+IMAGES_JS = """
+() => [...document.querySelectorAll('img')].map(i => [i.getAttribute('src'), i.getAttribute('alt')])
+"""
+CHINESE = re.compile(CHINESE_CHARACTER)
+FILE_NAME = re.compile(r"\.(svg|png|jpe?g|gif|webp)\b|/", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("name", ALL_PAGES)
+def test_every_image_says_what_it_shows(watched, site, name: str) -> None:
+    page, _ = watched
+    page.goto(site.url(name), wait_until="domcontentloaded")
+    for src, alt in page.evaluate(IMAGES_JS):
+        assert alt and alt.strip(), f"{name}: image {src} has no alt text"
+        assert not FILE_NAME.search(alt), f"{name}: image {src} has a file name as alt: {alt!r}"
+        # In the page's language: Chinese pages describe in Chinese, English ones in English.
+        assert bool(CHINESE.search(alt)) == name.startswith("zh/"), f"{name}: {src}: {alt!r}"
