@@ -9,7 +9,7 @@ import importlib
 
 import pytest
 
-MODULES_WITH_EXAMPLES = ["budgets", "front_matter", "learning_path", "provenance"]
+MODULES_WITH_EXAMPLES = ["budgets", "front_matter", "image_alt", "learning_path", "provenance"]
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_EXAMPLES)
