@@ -4,7 +4,7 @@
 (function () {
   "use strict";
   var SELECTOR =
-    "article pre, article .table-wrapper, article .text_html, article .katex-display .katex-html";
+    "article pre, article .table-wrapper, article .text_html, article .katex-display";
 
   function update() {
     document.querySelectorAll(SELECTOR).forEach(function (el) {

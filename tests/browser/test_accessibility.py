@@ -1,4 +1,5 @@
-"""axe-core finds no serious or critical accessibility violation on the home and GPUs pages."""
+"""axe-core finds no serious or critical accessibility violation on the home, GPUs and attention
+pages."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pytest
 from browsing import PHONE, set_theme
 
 SERIOUS = {"serious", "critical"}
-PAGES = ["en/index", "zh/index", "en/use-gpu", "zh/use-gpu"]
+# attention: display math that scrolls on a phone (focusable, so not inside aria-hidden).
+PAGES = ["en/index", "zh/index", "en/use-gpu", "zh/use-gpu", "en/attention", "zh/attention"]
 
 
 def violations(page) -> list[str]:
