@@ -65,6 +65,15 @@ def browser(session: nox.Session) -> None:
     session.run("pytest", "-p", "no:cacheprovider", *(session.posargs or ["tests/browser"]))
 
 
+@nox.session
+def lighthouse(session: nox.Session) -> None:
+    """Lighthouse's scores of every page of the built site against the goal (conf/lighthouse.py).
+
+    Performance depends on load: run it on a quiet machine. ``-- en/attention`` for one page."""
+    install(session, "lighthouse", gpukit=False)
+    session.run("python", "conf/lighthouse.py", *session.posargs)
+
+
 @nox.session(name="docs-live")
 def docs_live(session: nox.Session) -> None:
     """Preview one language while writing: ``nox -s docs-live [-- zh]``."""

@@ -56,7 +56,8 @@ extensions = [
     "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
     "api_reference",  # the API page's section of a gpukit module, made from its __all__
     "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
-    "sphinx-mathjax-offline",  # MathJax served by the site itself, not by a CDN
+    "katex_math",  # math typeset by KaTeX while the site is built: no script in the page
+    "image_alt",  # every image has an alt text; a plot gets its own labels, in the page's language
 ]
 exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]
 templates_path = [str(CONF_DIR / "_templates")]
@@ -145,6 +146,28 @@ html_sidebars = {"**": [f"sidebar/{name}.html" for name in sidebar]}
 html_theme_options = {"source_repository": repository_url, "source_branch": "main"}
 html_theme_options["source_directory"] = f"docs/{site_language}/"
 html_last_updated_fmt = None
+html_favicon = str(CONF_DIR / "_static" / "favicon.svg")
+# The template (_templates/page.html) links every page to itself in each language on the hosted
+# site (hreflang wants absolute addresses) and describes the pages that have no summary.
+html_context = {
+    "site_url": site_url,
+    "site_languages": [(code, lang.hreflang) for code, lang in LANGUAGES.items()],
+    "site_description": {
+        "en": "How to compute on GPUs with PyTorch, from one GPU to many machines: every page"
+        " executed while the site is built, on the machine it names.",
+        "zh": "用 PyTorch 在 GPU 上计算，从一块 GPU 到多台机器：每一节的代码都在构建本站时执行，"
+        "并注明执行它的机器。",
+    }[site_language],
+}
+
+# -- Math -----------------------------------------------------------------------------------
+# KaTeX typesets the math while the site is built (conf/_ext/katex_math.py): a page ships HTML,
+# KaTeX's stylesheet and the few fonts its math uses, and no script. (MathJax in the browser
+# cost every page with math 1.2 MB of script, and sized each formula by the reader's fonts.)
+# _static/katex holds KaTeX 0.16.22's dist/katex.min.css, the version sphinxcontrib-katex
+# bundles, with its @font-face rules cut to the woff2 files, and those fonts.
+katex_prerender = True
+katex_css_path = "katex/katex.min.css"
 
 # -- Copy button ----------------------------------------------------------------------------
 # Copy code only: strip prompts and never put a button on a cell's output.

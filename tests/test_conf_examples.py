@@ -9,7 +9,7 @@ import importlib
 
 import pytest
 
-MODULES_WITH_EXAMPLES = ["front_matter", "learning_path", "recordings"]
+MODULES_WITH_EXAMPLES = ["front_matter", "image_alt", "learning_path", "recordings"]
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_EXAMPLES)

@@ -3,7 +3,8 @@
 // width of the screen, so this is checked on load and again whenever the window is resized.
 (function () {
   "use strict";
-  var SELECTOR = "article pre, article .table-wrapper, article mjx-container[display='true']";
+  var SELECTOR =
+    "article pre, article .table-wrapper, article .text_html, article .katex-display";
 
   function update() {
     document.querySelectorAll(SELECTOR).forEach(function (el) {
@@ -29,11 +30,6 @@
   } else {
     update();
   }
-  window.addEventListener("load", function () {
-    update(); // images have their sizes now; MathJax typesets after this
-    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-      MathJax.startup.promise.then(update);
-    }
-  });
+  window.addEventListener("load", update); // images and fonts have their sizes now
   window.addEventListener("resize", later);
 })();

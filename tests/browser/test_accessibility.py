@@ -1,4 +1,5 @@
-"""axe-core finds no serious or critical accessibility violation on the home and GPUs pages."""
+"""axe-core finds no serious or critical accessibility violation on the home, GPUs and attention
+pages."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pytest
 from browsing import PHONE, set_theme
 
 SERIOUS = {"serious", "critical"}
-PAGES = ["en/index", "zh/index", "en/use-gpu", "zh/use-gpu"]
+# attention: display math that scrolls on a phone (focusable, so not inside aria-hidden).
+PAGES = ["en/index", "zh/index", "en/use-gpu", "zh/use-gpu", "en/attention", "zh/attention"]
 
 
 def violations(page) -> list[str]:
@@ -22,9 +24,7 @@ def violations(page) -> list[str]:
 
 
 def settle(page) -> None:
-    """Wait for MathJax, and for gpukit.js to mark the blocks that scroll."""
-    if page.evaluate("() => !!window.MathJax?.startup?.promise"):
-        page.evaluate("MathJax.startup.promise")
+    """Wait for gpukit.js to mark the blocks that scroll."""
     page.wait_for_timeout(200)
 
 

@@ -29,7 +29,7 @@ PROSE_JS = """
 () => {
   const article = document.querySelector("article").cloneNode(true);
   for (const node of article.querySelectorAll(
-      "div.cell, div.highlight, pre, code, .math, mjx-container, .pasted-text, .pasted-inline, "
+      "div.cell, div.highlight, pre, code, .math, .pasted-text, .pasted-inline, "
       + ".provenance, .provenance-notice, details.recorded")) {
     node.remove();
   }

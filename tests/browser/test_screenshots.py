@@ -10,8 +10,6 @@ from browsing import LANGUAGES, SCREENSHOTS, set_theme
 
 
 def settle(page) -> None:
-    if page.evaluate("() => !!window.MathJax?.startup?.promise"):
-        page.evaluate("MathJax.startup.promise")
     page.evaluate("document.fonts.ready.then(() => true)")
 
 

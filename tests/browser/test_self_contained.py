@@ -1,8 +1,8 @@
-"""The site serves everything itself: no request leaves 127.0.0.1, and MathJax renders offline.
+"""The site serves everything itself: no request leaves 127.0.0.1, and math shows offline.
 
 Every page of both languages is loaded (and the root index.html, which sends a reader to a
-language); every request the browser makes is recorded. Scripts, styles, fonts, MathJax and
-its fonts must all come from the site, and every one of them must be found.
+language); every request the browser makes is recorded. Scripts, styles, fonts, the icon and
+KaTeX's fonts must all come from the site, and every one of them must be found.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ class Recorder:
         context.on("request", self.on_request)
         context.on("response", self.on_response)
         context.on("requestfailed", self.on_failed)
-        # The browser's own guess at an icon: the site declares none.
-        context.route(re.compile(r".*/favicon\.ico$"), lambda route: route.fulfill(status=204))
 
     def on_request(self, request) -> None:
         if not request.url.startswith((self.base + "/", "data:", "blob:", "about:")):
@@ -72,15 +70,16 @@ def test_page_loads_everything_from_the_site(recorded, site, name: str) -> None:
     recorder.failed.clear()
     page.goto(site.url(name), wait_until="load")
     recorder.check(name)  # before waiting for anything that an outside request would stall
-    # MathJax typesets after loading; wait for it, then for the fonts it asked for.
+    # KaTeX typeset the math while the site was built: no TeX is left, and its fonts load.
     if MATH.search((SITE / f"{name}.html").read_text("utf-8")):
-        page.wait_for_function("() => window.MathJax?.startup?.promise", timeout=10_000)
-        page.evaluate("MathJax.startup.promise")
         math = page.locator("article .math").count()
         assert math > 0
-        assert page.locator("article mjx-container").count() == math, "math left as TeX"
-        assert page.locator("mjx-merror").count() == 0, "MathJax reports an error"
-        assert page.locator("article mjx-container").first.bounding_box()["width"] > 0
+        assert page.locator("article .math .katex").count() == math, "math left as TeX"
+        assert page.locator("article .katex-error").count() == 0, "KaTeX reports an error"
+        font = page.evaluate(
+            "getComputedStyle(document.querySelector('article .katex')).fontFamily"
+        )
+        assert font.startswith("KaTeX_Main"), f"{name}: KaTeX's stylesheet is missing ({font})"
     page.evaluate("document.fonts.ready.then(() => true)")
     bad_fonts = page.evaluate(
         "[...document.fonts].filter(f => f.status === 'error').map(f => f.family)"
