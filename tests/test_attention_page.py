@@ -41,8 +41,12 @@ def flex_cells() -> str:
 def test_flex_attention_cells_run_without_avx2(tmp_path: Path) -> None:
     code = flex_cells()
     assert "torch.compile(flex_attention)" in code, "the page no longer compiles FlexAttention"
-    env = {**os.environ, **NO_AVX2, "GPUKIT_PROFILE": "quick",
-           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    env = {
+        **os.environ,
+        **NO_AVX2,
+        "GPUKIT_PROFILE": "quick",
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+    }
     result = subprocess.run(
         [sys.executable, "-c", code],
         env=env,
@@ -53,6 +57,5 @@ def test_flex_attention_cells_run_without_avx2(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "flex_attention runs uncompiled" in result.stdout, result.stdout
-    difference = re.search(r"largest difference from the written-out version: (\S+)",
-                           result.stdout)
+    difference = re.search(r"largest difference from the written-out version: (\S+)", result.stdout)
     assert difference and float(difference.group(1)) < 1e-4, result.stdout
