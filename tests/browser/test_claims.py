@@ -145,3 +145,34 @@ def test_from_scratch_page_replicas_agree_exactly_on_a_cpu(desktop_tab, site, la
         r"test acc on 2 devices: ([\d.]+), on cpu alone: ([\d.]+)", outputs
     ).groups()
     assert multi == alone
+
+
+# The attention page's memory table: tokens, one score matrix (computed), the written-out
+# peak, SDPA's peak, their ratio.
+SCORE_ROWS = re.compile(
+    r"^\s*([\d,]+)\s+([\d.]+ [KMG]?i?B)\s+([\d.]+ [KMG]?i?B)\s+([\d.]+ [KMG]?i?B)\s+\d+x$", re.M
+)
+UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def size(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * UNITS[unit]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_attention_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/attention")
+    rows = SCORE_ROWS.findall(outputs)
+    assert len(rows) >= 2, outputs
+    # Exercise 1's solution: the written-out attention holds "two n x n matrices per head"
+    # (the scores and the softmax's output), "a factor of about two over one matrix".
+    _, scores, written, fused = rows[-1]
+    assert 1.6 <= size(written) / size(scores) <= 2.4, rows[-1]
+    # ... and SDPA's peak grows about linearly: far below one score matrix at the longest.
+    assert size(fused) < size(scores) / 4, rows[-1]
+    # Exercise 3's solution: 8 key-value heads instead of 32 make the cache "a quarter".
+    full, grouped = re.search(
+        r"([\d.]+) GiB with 32 KV heads, ([\d.]+) GiB with 8", outputs
+    ).groups()
+    assert float(full) == 4 * float(grouped), (full, grouped)
