@@ -176,3 +176,13 @@ def test_attention_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: 
         r"([\d.]+) GiB with 32 KV heads, ([\d.]+) GiB with 8", outputs
     ).groups()
     assert float(full) == 4 * float(grouped), (full, grouped)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_triton_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/triton")
+    # Exercise 1's solution: "157 programs ... the last program masks 48 of its 64 lanes".
+    assert re.search(r"^157 48$", outputs, re.M), outputs
+    # Exercise 2's solution: without other=-inf "every row's result is wrong": no row sums to 1.
+    sums = re.search(r"row sums: \[([^\]]*)\]", outputs).group(1).split(",")
+    assert sums and all(abs(float(s) - 1) > 0.01 for s in sums), sums
