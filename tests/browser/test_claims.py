@@ -186,3 +186,24 @@ def test_triton_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str
     # Exercise 2's solution: without other=-inf "every row's result is wrong": no row sums to 1.
     sums = re.search(r"row sums: \[([^\]]*)\]", outputs).group(1).split(",")
     assert sums and all(abs(float(s) - 1) > 0.01 for s in sums), sums
+
+
+SWEEP = re.compile(r"^\s*([\d,]+) numbers: ring_allreduce ([\d.]+) sec \(([\d.]+) MB/s\)", re.M)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_parameter_server_solutions_hold_for_their_outputs(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/parameterserver")
+    # Exercise 4: the smallest tensor's rate is "tiny" next to the largest's, and the time of
+    # the largest grows with its size.
+    sweep = [(number(n), float(sec), float(rate)) for n, sec, rate in SWEEP.findall(outputs)]
+    assert len(sweep) >= 3, outputs
+    (_, t_small, r_small), (_, t_large, r_large) = sweep[0], sweep[-1]
+    assert r_small < r_large / 10 and t_large > t_small, sweep
+    # Exercise 6: equal ranges "balance the load to within one number per server", one key
+    # per tensor does not.
+    by_key = re.search(r"key % 4: \[([^\]]*)\]", outputs).group(1)
+    by_range = re.search(r"flattened parameters: \[([^\]]*)\]", outputs).group(1)
+    keys = [number(x.strip(" '")) for x in by_key.split("', '")]
+    ranges = [number(x.strip(" '")) for x in by_range.split("', '")]
+    assert max(ranges) - min(ranges) <= 1 < max(keys) - min(keys), (keys, ranges)
