@@ -174,3 +174,65 @@ def test_from_scratch_page_replicas_agree_exactly_on_a_cpu(desktop_tab, site, la
         r"test acc on 2 devices: ([\d.]+), on cpu alone: ([\d.]+)", outputs
     ).groups()
     assert multi == alone
+
+
+# The attention page's memory table: tokens, one score matrix (computed), the written-out
+# peak, SDPA's peak, their ratio.
+SCORE_ROWS = re.compile(
+    r"^\s*([\d,]+)\s+([\d.]+ [KMG]?i?B)\s+([\d.]+ [KMG]?i?B)\s+([\d.]+ [KMG]?i?B)\s+\d+x$", re.M
+)
+UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def size(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * UNITS[unit]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_attention_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/attention")
+    rows = SCORE_ROWS.findall(outputs)
+    assert len(rows) >= 2, outputs
+    # Exercise 1's solution: the written-out attention holds "two n x n matrices per head"
+    # (the scores and the softmax's output), "a factor of about two over one matrix".
+    _, scores, written, fused = rows[-1]
+    assert 1.6 <= size(written) / size(scores) <= 2.4, rows[-1]
+    # ... and SDPA's peak grows about linearly: far below one score matrix at the longest.
+    assert size(fused) < size(scores) / 4, rows[-1]
+    # Exercise 3's solution: 8 key-value heads instead of 32 make the cache "a quarter".
+    full, grouped = re.search(
+        r"([\d.]+) GiB with 32 KV heads, ([\d.]+) GiB with 8", outputs
+    ).groups()
+    assert float(full) == 4 * float(grouped), (full, grouped)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_triton_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/triton")
+    # Exercise 1's solution: "157 programs ... the last program masks 48 of its 64 lanes".
+    assert re.search(r"^157 48$", outputs, re.M), outputs
+    # Exercise 2's solution: without other=-inf "every row's result is wrong": no row sums to 1.
+    sums = re.search(r"row sums: \[([^\]]*)\]", outputs).group(1).split(",")
+    assert sums and all(abs(float(s) - 1) > 0.01 for s in sums), sums
+
+
+SWEEP = re.compile(r"^\s*([\d,]+) numbers: ring_allreduce ([\d.]+) sec \(([\d.]+) MB/s\)", re.M)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_parameter_server_solutions_hold_for_their_outputs(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/parameterserver")
+    # Exercise 4: the smallest tensor's rate is "tiny" next to the largest's, and the time of
+    # the largest grows with its size.
+    sweep = [(number(n), float(sec), float(rate)) for n, sec, rate in SWEEP.findall(outputs)]
+    assert len(sweep) >= 3, outputs
+    (_, t_small, r_small), (_, t_large, r_large) = sweep[0], sweep[-1]
+    assert r_small < r_large / 10 and t_large > t_small, sweep
+    # Exercise 6: equal ranges "balance the load to within one number per server", one key
+    # per tensor does not.
+    by_key = re.search(r"key % 4: \[([^\]]*)\]", outputs).group(1)
+    by_range = re.search(r"flattened parameters: \[([^\]]*)\]", outputs).group(1)
+    keys = [number(x.strip(" '")) for x in by_key.split("', '")]
+    ranges = [number(x.strip(" '")) for x in by_range.split("', '")]
+    assert max(ranges) - min(ranges) <= 1 < max(keys) - min(keys), (keys, ranges)
