@@ -58,7 +58,7 @@ def glossary_entries(body: list[str]) -> list[tuple[str, ...]]:
     after `` : `` dropped): a term is a line that is not indented, its definition the indented
     lines below the entry's last term.
 
-    >>> glossary_entries(["线程束", "warp", "   32 个线程。", "", "SM : hardware", "   A processor."])
+    >>> glossary_entries(["线程束", "warp", "   32 个线程。", "", "SM : hw", "   A processor."])
     [('线程束', 'warp'), ('SM',)]
     """
     entries, terms = [], []
@@ -71,7 +71,7 @@ def glossary_entries(body: list[str]) -> list[tuple[str, ...]]:
             terms = []
         else:
             terms.append(line.split(" : ")[0].strip())
-    return entries + [tuple(terms)] if terms else entries
+    return [*entries, tuple(terms)] if terms else entries
 
 
 def source_terms(entries: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

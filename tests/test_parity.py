@@ -205,10 +205,8 @@ BREAKS = {
     ),
     "glossary order": (
         "zh/page.md",
-        "线程束\nwarp\n   32 个线程。\n\n流式多处理器\nstreaming multiprocessor\nSM\n   GPU 的一个处理器，"
-        "运行{term}`线程束 <warp>`。\n",
-        "流式多处理器\nstreaming multiprocessor\nSM\n   GPU 的一个处理器，运行{term}`线程束 <warp>`。\n\n"
-        "线程束\nwarp\n   32 个线程。\n",
+        "线程束\nwarp\n   32 个线程。\n\n流式多处理器\nstreaming multiprocessor\nSM\n",
+        "流式多处理器\nstreaming multiprocessor\nSM\n   GPU 的一个处理器。\n\n线程束\nwarp\n",
         "glossary entries in another order",
     ),
     "term target": (
