@@ -157,6 +157,15 @@ def test_fix_spaces_a_reference_by_the_text_it_shows(docs: Path) -> None:
     assert fixed == "见{ref}`硬件一节 <sec-hardware>`和 {ref}`GPU 一节 <x>`。"
 
 
+def test_fix_spaces_a_glossary_term_by_the_text_it_shows(docs: Path) -> None:
+    """A {term} role with Chinese text of its own (the glossary's links) reads as Chinese."""
+    page = docs / "zh" / "index.md"
+    page.write_text("# 标题\n\n一个 {term}`线程束 <warp>` 有 32 个{term}`SM`线程。\n", "utf-8")
+    zh_style.main(["--docs", str(docs), "--fix"])
+    fixed = page.read_text("utf-8").splitlines()[2]
+    assert fixed == "一个{term}`线程束 <warp>`有 32 个 {term}`SM` 线程。"
+
+
 def test_a_chinese_figure_needs_a_chinese_font_and_chinese_labels(docs: Path, capsys) -> None:
     svg = '<svg font-family="DejaVu Sans, sans-serif"><text>参数服务器 push</text></svg>'
     (docs / "img" / "x-zh.svg").write_text(svg, "utf-8")
