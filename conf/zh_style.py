@@ -149,7 +149,8 @@ def spaced_marker(match: re.Match, text: str) -> str:
 
 def shown_text(atom: str) -> str:
     """What a reader sees at the edges of an atom: a reference's own text (``{ref}`GPU 一节
-    <sec-use-gpu>``` shows 「GPU 一节」, ``{term}`线程束 <warp>``` 「线程束」), else Latin text (code, math, a title we cannot see)."""
+    <sec-use-gpu>``` shows 「GPU 一节」, ``{term}`线程束 <warp>``` 「线程束」), else Latin text
+    (code, math, a title we cannot see)."""
     own = re.match(r"\{(?:ref|doc|numref|term)\}`([^`<]*?)\s*<[^`>]+>`$", atom)
     return own.group(1) if own and own.group(1) else "x"
 
