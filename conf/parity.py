@@ -3,8 +3,11 @@
 ``nox -s parity`` checks that every page of ``docs/en`` and ``docs/zh`` exists in both languages;
 that the notebooks myst-nb reads from the two, the ones it executes, have the same code cells
 (source, tags, other options) and front matter but for translated keys, so that both languages
-share one execution; that labels, cross-reference targets and toctree entries are the same; and
-that the translation is up to date: each Chinese page records ``translation_of: <first 16 hex
+share one execution; that labels, cross-reference targets (including ``{term}`` roles) and toctree
+entries are the same; that the glossaries define the same terms in the same order (each Chinese
+entry names its Chinese term and then the English term lines of its English entry, so that
+``{term}`warp``` links the same entry in both languages, see ``glossary_entries``); and that the
+translation is up to date: each Chinese page records ``translation_of: <first 16 hex
 digits of the SHA-256 of the English file>``. A page whose English text changed since is listed
 with the command that records the new hash, to run once the translation is up to date::
 
@@ -22,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
-from languages import LANGUAGES, MYST_EXTENSIONS, SOURCE, TRANSLATION
+from languages import CHINESE_CHARACTER, LANGUAGES, MYST_EXTENSIONS, SOURCE, TRANSLATION
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 KEY = "translation_of"
@@ -40,7 +43,7 @@ TRANSLATED = {
 }
 # Directives whose content is not MyST: no labels or references are looked for inside.
 LITERAL = {"code-cell", "code-block", "code", "sourcecode", "math", "raw", "toctree", "eval-rst"}
-ROLES = {"ref", "numref", "eq", "doc"}
+ROLES = {"ref", "numref", "eq", "doc", "term"}
 TARGET = re.compile(r"<([^<>]+)>\s*$")  # ``title <target>``
 FRONT_MATTER = re.compile(r"\A---\n(.*?\n)?---(\n|\Z)", re.DOTALL)
 
@@ -48,6 +51,32 @@ FRONT_MATTER = re.compile(r"\A---\n(.*?\n)?---(\n|\Z)", re.DOTALL)
 def page_hash(path: Path) -> str:
     """The first 16 hex digits of the SHA-256 of a file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def glossary_entries(body: list[str]) -> list[tuple[str, ...]]:
+    """The entries of a ``{glossary}`` directive's body, each as its term lines (a classifier
+    after `` : `` dropped): a term is a line that is not indented, its definition the indented
+    lines below the entry's last term.
+
+    >>> glossary_entries(["线程束", "warp", "   32 个线程。", "", "SM : hw", "   A processor."])
+    [('线程束', 'warp'), ('SM',)]
+    """
+    entries, terms = [], []
+    for line in body:
+        if not line.strip():
+            continue
+        if line[0].isspace():
+            if terms:
+                entries.append(tuple(terms))
+            terms = []
+        else:
+            terms.append(line.split(" : ")[0].strip())
+    return [*entries, tuple(terms)] if terms else entries
+
+
+def source_terms(entries: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Each entry's terms without a Chinese character: the English terms both languages share."""
+    return [tuple(t for t in terms if not re.search(CHINESE_CHARACTER, t)) for terms in entries]
 
 
 def read_page(path: Path) -> SimpleNamespace:
@@ -71,6 +100,7 @@ def read_page(path: Path) -> SimpleNamespace:
     kept = {k: v for k, v in notebook.metadata.items() if k not in TRANSLATED}
     page = SimpleNamespace(cells=code, front_matter=kept, labels=set(), references=set())
     page.toctree = []
+    page.glossary = []  # the glossary's entries, in order, each as its terms
     page.recorded = notebook.metadata.get(KEY)  # the translation's record
     # Translated keys each page must have in both languages or in neither.
     page.translated_keys = set(notebook.metadata) & TRANSLATED - {KEY, "source_map"}
@@ -94,6 +124,9 @@ def read_page(path: Path) -> SimpleNamespace:
                 if name == "toctree":
                     entries = [line.strip() for line in found.body if line.strip()]
                     page.toctree += [(TARGET.search(e) or ["", e])[1] for e in entries]
+                elif name == "glossary":
+                    page.glossary += glossary_entries(found.body)
+                    scan("\n".join(found.body))  # the definitions' references
                 elif name == "learning-path":  # the book's toctree: "# part" lines and pages
                     entries = [line.strip() for line in found.body if line.strip()]
                     page.toctree += [e for e in entries if not e.startswith("#")]
@@ -139,11 +172,27 @@ def compare_pages(name: str, en: SimpleNamespace, zh: SimpleNamespace) -> list[s
         pairs = ((SOURCE, a, b), (TRANSLATION, b, a))
         only = [f"only in {lang}: {', '.join(sorted(x - y))}" for lang, x, y in pairs if x - y]
         problems += [f"{title} differ ({'; '.join(only)})"] if only else []
+    problems += compare_glossaries(source_terms(en.glossary), source_terms(zh.glossary))
     if en.toctree != zh.toctree:
         problems.append(
             f"toctree entries differ ({SOURCE}: {en.toctree}; {TRANSLATION}: {zh.toctree})"
         )
     return [f"{name}: {problem}" for problem in problems]
+
+
+def compare_glossaries(en: list[tuple[str, ...]], zh: list[tuple[str, ...]]) -> list[str]:
+    """Problems between the glossaries' entries, each given by its English terms: an entry in
+    one language only, or the same entries in another order."""
+    if en == zh:
+        return []
+    names = {SOURCE: en, TRANSLATION: zh}
+    problems = [
+        f"glossary term only in {lang}: {' / '.join(terms) or '(no English term)'}"
+        for lang, other in ((SOURCE, TRANSLATION), (TRANSLATION, SOURCE))
+        for terms in names[lang]
+        if terms not in names[other]
+    ]
+    return problems or ["glossary entries in another order: keep the English order"]
 
 
 def pages_of(docs: Path, lang: str) -> set[str]:

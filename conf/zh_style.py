@@ -66,6 +66,28 @@ VARIANTS = {
     r"\d,\d{3}\s*[万亿]": "万/亿 without commas: 约 1120 万",
     r"约\s*\d{1,3}(?:,\d{3})+(?![\d.])": "a round number without commas: 约 8800, 约 20 万",
     r"(?<![\w.])\d+ ?[xX] ?\d+(?![\w.])": "× between numbers: 5×5",
+    # The glossary of issue 38: one term per concept across the parts.
+    r"归约\s*[-－–—]?\s*分散|规约散射": "归约散射 (reduce-scatter)",
+    r"层归一化|前置归一化": "层规范化 (layer norm; pre-norm is 前置层规范化)",
+    r"Adam\s*的?\s*动量|两个动量": "一阶矩 / 二阶矩 (Adam's first and second moments)",
+    r"(?<!流水线)阶段\s*(?:\d+|\{glue\})(?!\s*个)": "第 3 阶段 (ZeRO stage 3)",
+    # The learning path names the page flash-attention on a line of its own: not prose.
+    r"(?i:flash[ _]attention)|(?<=.)(?i:flash-attention)|(?i:flash-attention)(?=.)"
+    r"|(?<![A-Za-z])[Ff]lashattention": "FlashAttention",
+    r"受内存限制|内存受限|受计算限制|计算受限": (
+        "受访存限制 / 受算力限制 (memory-bound / compute-bound; 内存 is host memory)"
+    ),
+    r"写出来的": "按公式实现的 (written-out attention) / 手写的 (hand-written mixed precision)",
+    r"算术(?!强度)": "计算 (算术 only in 算术强度, arithmetic intensity)",
+    r"认识的": "收录了 (a function that knows a GPU's data sheet)",
+    r"注意(?:它|其)?(?:之前|前面|缓存)": "对……做注意力计算 (to attend; 注意 reads as 'to notice')",
+    rf"切成\s*{NUMBER}\s*块": "个分片 (a shard is 分片; 块 is a Transformer block)",
+    r"(?:的|占|保存了?)\s*\{glue\}(?=\s*(?:[，。；）、的]|$))": (
+        "是……的 X 倍 for a ratio, 占 X% for a share ({glue:text}`share:.0%`), not a bare decimal"
+    ),
+    rf"(?:(?<={CJK})|(?<={CJK} ))\d+(?:, \d+)+|\d+(?:, \d+)+(?= ?{CJK})": (
+        "、 between numbers in a Chinese sentence: 0、1"
+    ),
 }
 # A cross-reference that renders its target's title, {ref}`label` or {doc}`page` with no text of
 # its own, reads as a bare title inside a Chinese sentence («前两个见 GPU»), set apart by the
@@ -129,8 +151,9 @@ def spaced_marker(match: re.Match, text: str) -> str:
 
 def shown_text(atom: str) -> str:
     """What a reader sees at the edges of an atom: a reference's own text (``{ref}`GPU 一节
-    <sec-use-gpu>``` shows 「GPU 一节」), else Latin text (code, math, a title we cannot see)."""
-    own = re.match(r"\{(?:ref|doc|numref)\}`([^`<]*?)\s*<[^`>]+>`$", atom)
+    <sec-use-gpu>``` shows 「GPU 一节」, ``{term}`线程束 <warp>``` 「线程束」), else Latin text
+    (code, math, a title we cannot see)."""
+    own = re.match(r"\{(?:ref|doc|numref|term)\}`([^`<]*?)\s*<[^`>]+>`$", atom)
     return own.group(1) if own and own.group(1) else "x"
 
 
@@ -171,7 +194,9 @@ def bare_references(line: str) -> list[str]:
 def atom_as_text(atom: re.Match) -> str:
     """What the variants see of inline code, a role or math: a glued value is a number."""
     code = atom.group(0).startswith("`")
-    return "{glue}" if atom.group(0).startswith("{glue") else "{code}" if code else " "
+    if atom.group(0).startswith("{glue"):  # a glued share formatted as a percentage shows its %
+        return "{glue}%" if atom.group(0).endswith("%`") else "{glue}"
+    return "{code}" if code else " "
 
 
 def line_problems(line: str) -> list[str]:

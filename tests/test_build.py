@@ -392,6 +392,7 @@ NOTEBOOK_PAGE = """
 
 如 {numref}`fig-square` 所示，
 见{ref}`sec-fixture-page`与 {doc}`part/nested`。精度为 {glue:text}`acc:.2f`，代码 `{ref}` 照旧。
+一个{term}`线程束 <warp>`有 32 个线程。
 
 ```{figure} ../img/square.svg
 :name: fig-square
@@ -454,6 +455,7 @@ def test_notebook_markdown_is_plain_jupyter_markdown(tmp_path: Path) -> None:
     assert "(sec-" not in markdown and ":::" not in markdown and "{figure}" not in markdown
     assert f"如 {figure} 所示，见[一个页面]({url}page.html#sec-fixture-page)与 " in markdown
     assert f"[嵌套页面]({url}part/nested.html)。精度为 0.46，代码 `{{ref}}` 照旧。" in markdown
+    assert f"一个[线程束]({url}index.html#term-warp)有 32 个线程。" in markdown  # a glossary term
     assert "![一个方块](attachment:square.svg)\n\n*图 1* 一个方块的示意图。" in markdown
     assert f"> **备注**\n>\n> 参见{figure}。" in markdown
     assert "> **自己的标题**\n>\n> 正文" in markdown

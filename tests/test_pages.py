@@ -20,8 +20,9 @@ from front_matter import split_front_matter
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 LIMIT = 450  # "no stretch of more than ~400 words"
-# The index's learning path is a list of pages and the API page a list of names: not prose.
-NOT_PROSE = {"index.md", "api.md"}
+# The index's learning path is a list of pages, the API page a list of names and the glossary
+# a list of definitions, each read on its own: not prose.
+NOT_PROSE = {"index.md", "api.md", "glossary.md"}
 FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\s*(?:\{(?P<name>[\w:-]+)\})?")
 BREAKS = {"code-cell", "figure", "image", "literalinclude", "glue:figure", "code-block", "math"}
 COLLAPSED = {"details", "dropdown"}

@@ -74,7 +74,13 @@ def test_fixture_page_is_read_completely() -> None:
         "{ref}sec-parity-nested",
         "{ref}sec-parity-page",
         "#eq-parity",
+        "{term}warp",
     }
+    assert page.glossary == [("warp",), ("streaming multiprocessor", "SM")]
+    assert parity.read_page(FIXTURES / "parity" / "zh" / "page.md").glossary == [
+        ("线程束", "warp"),
+        ("流式多处理器", "streaming multiprocessor", "SM"),
+    ]
     index = parity.read_page(FIXTURES / "parity" / "en" / "index.md")
     assert index.toctree == ["page", "part/nested"]
 
@@ -178,6 +184,37 @@ BREAKS = {
     ),
     "markdown link": ("zh/page.md", "[公式](#eq-parity)", "公式", "only in en: #eq-parity"),
     "toctree": ("zh/index.md", "嵌套页面 <part/nested>", "", "toctree entries differ"),
+    # The glossaries: the same entries, by their English terms, in the same order.
+    "glossary entry missing": (
+        "zh/page.md",
+        "线程束\nwarp\n   32 个线程。\n",
+        "",
+        "glossary term only in en: warp",
+    ),
+    "glossary term translated away": (
+        "zh/page.md",
+        "流式多处理器\nstreaming multiprocessor\nSM\n",
+        "流式多处理器\nSM\n",
+        "glossary term only in en: streaming multiprocessor / SM",
+    ),
+    "glossary term only in zh": (
+        "zh/page.md",
+        "SM\n   GPU",
+        "SM\nSMs\n   GPU",
+        "glossary term only in zh: streaming multiprocessor / SM / SMs",
+    ),
+    "glossary order": (
+        "zh/page.md",
+        "线程束\nwarp\n   32 个线程。\n\n流式多处理器\nstreaming multiprocessor\nSM\n",
+        "流式多处理器\nstreaming multiprocessor\nSM\n   GPU 的一个处理器。\n\n线程束\nwarp\n",
+        "glossary entries in another order",
+    ),
+    "term target": (
+        "zh/page.md",
+        "{term}`线程束 <warp>` 互相链接",
+        "{term}`线程束` 互相链接",
+        "only in zh: {term}线程束",
+    ),
 }
 
 

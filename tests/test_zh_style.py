@@ -55,6 +55,29 @@ def docs(tmp_path: Path) -> Path:
         ("在 {ref}`sec-multi-gpu` 一节里。", "renders a bare title"),  # spaces around the title
         ("见 {ref}`GPU <sec-use-gpu>`。", "'{ref}`GPU <sec-use-gpu>`' renders a bare title"),
         ("见 {ref}`硬件一节 <sec-hardware>` 的测量。", "spacing between Chinese and Latin"),
+        # The glossary of issue 38: the variants the new parts had, each with its message.
+        ("梯度用归约-分散求和。", "'归约-分散': use 归约散射"),
+        ("先归约分散，再全收集。", "'归约分散': use 归约散射"),
+        ("嵌入层和层归一化完整保存。", "'层归一化': use 层规范化"),
+        ("几个前置归一化的块。", "'前置归一化': use 层规范化"),
+        ("每个进程只保存 Adam 动量。", "'Adam 动量': use 一阶矩 / 二阶矩"),
+        ("AdamW 两个动量的分片。", "'两个动量': use 一阶矩 / 二阶矩"),
+        ("FSDP 就是阶段 3。", "'阶段 3': use 第 3 阶段"),
+        ("即 flash attention 所用的在线 softmax。", "'flash attention': use FlashAttention"),
+        ("Flash-Attention 的分块。", "'Flash-Attention': use FlashAttention"),
+        ("逐元素运算受内存限制。", "'受内存限制': use 受访存限制"),
+        ("大矩阵乘法受计算限制。", "'受计算限制': use 受访存限制 / 受算力限制"),
+        ("写出来的注意力按平方增长。", "'写出来的': use 按公式实现的"),
+        ("## 写出来的混合精度", "'写出来的': use 按公式实现的 (written-out attention) / 手写的"),
+        ("多花算术，省下显存。", "'算术': use 计算"),
+        ("在 `matmul_throughput` 认识的 GPU 上。", "'认识的': use 收录了"),
+        ("每个新词元都要注意它之前的所有词元。", "'注意它之前': use 对……做注意力计算"),
+        ("FSDP2 把每个参数切成四块。", "'切成四块': use 个分片"),
+        ("状态是单进程的 {glue:text}`share:.2f`，即 $1/n$。", "not a bare decimal"),
+        ("进程 0 保存了 {glue:text}`tp_share:.2f` 的参数。", "not a bare decimal"),
+        ("气泡占一步的 {glue:text}`bubble:.2f`。", "not a bare decimal"),
+        ("本地编号为 0, 1 的两个进程。", "'0, 1': use 、 between numbers"),
+        ("<text>先两步归约-分散</text>", "'归约-分散': use 归约散射"),
     ],
 )
 def test_a_planted_violation_is_reported(docs: Path, capsys, planted: str, reported: str) -> None:
@@ -74,6 +97,12 @@ def test_a_planted_violation_is_reported(docs: Path, capsys, planted: str, repor
         "PCIe 5.0 x16 的带宽；2 x H100；步长为 $1/s$，像素值是 1/255 的整数倍。",
         "`@` 运算符调用 `matmul`；一组跟踪依赖图的线程；完整配置约 20 万公里、8800 公里。",
         "| 访问内存（DRAM） | 约 100 ns |",  # a table's cell separator after full-width text
+        # Issue 38's rules leave the right forms and their neighbours alone.
+        "ZeRO 第 3 阶段；像第 3 阶段一样；每个阶段四个块；流水线阶段 0 先算。",
+        "FlashAttention 的 `FLASH_ATTENTION` 后端；算术强度；按公式实现的注意力。",
+        "每个进程保存的状态占单进程的 {glue:text}`share:.0%`，速度是 {glue:text}`r:.2f` 倍。",
+        "本地编号为 0、1；`(0, 1)` 与 $(0, 1)$；线程块 (1, 0)；j = 1, 2, 3。",
+        "请注意，批量规范化对每个通道做归一化。",
     ],
 )
 def test_what_reads_right_is_not_reported(docs: Path, capsys, sentence: str) -> None:
@@ -126,6 +155,15 @@ def test_fix_spaces_a_reference_by_the_text_it_shows(docs: Path) -> None:
     zh_style.main(["--docs", str(docs), "--fix"])
     fixed = page.read_text("utf-8").splitlines()[2]
     assert fixed == "见{ref}`硬件一节 <sec-hardware>`和 {ref}`GPU 一节 <x>`。"
+
+
+def test_fix_spaces_a_glossary_term_by_the_text_it_shows(docs: Path) -> None:
+    """A {term} role with Chinese text of its own (the glossary's links) reads as Chinese."""
+    page = docs / "zh" / "index.md"
+    page.write_text("# 标题\n\n一个 {term}`线程束 <warp>` 有 32 个{term}`SM`线程。\n", "utf-8")
+    zh_style.main(["--docs", str(docs), "--fix"])
+    fixed = page.read_text("utf-8").splitlines()[2]
+    assert fixed == "一个{term}`线程束 <warp>`有 32 个 {term}`SM` 线程。"
 
 
 def test_a_chinese_figure_needs_a_chinese_font_and_chinese_labels(docs: Path, capsys) -> None:

@@ -103,7 +103,7 @@ class Markdown:
         text = match["text"]
         if name is None:
             return match[0]
-        if name in ("ref", "numref", "doc"):
+        if name in ("ref", "numref", "doc", "term"):
             return "[{}]({})".format(*self.resolve(name, text))
         if name.startswith("glue"):
             return self.glue(name, text)

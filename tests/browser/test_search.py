@@ -9,7 +9,9 @@ import pytest
 FIRST_HITS = [
     ("en", "device", "use-gpu"),
     ("zh", "显存", "memory"),  # the page titled 显存都去哪儿了 (before it, use-gpu)
-    ("zh", "张量", "use-gpu"),
+    ("zh", "张量", "use-gpu"),  # not the glossary's 张量核心 or 张量并行
+    ("en", "warp", "glossary"),  # a term of the glossary, exactly: its definition first
+    ("zh", "线程束", "glossary"),
 ]
 
 
