@@ -341,6 +341,10 @@ def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Pa
     assert "A page Teaches one thing. 5 min none" in text("en", "index")
     assert "阅读时间" in text("zh", "index")
     assert "一个页面 教一件事。 5 分钟 无" in text("zh", "index")
+    # A page that wants no GPU (no 'gpus:', so 0, as many-machines says) is listed as wanting
+    # none and carries no fewer-GPUs notice, on any machine.
+    for build in builds.values():
+        assert "provenance-notice" not in build.page("page")
     assert "Part one" in text("en", "index")
     # ... and puts the page in the book, numbered, in the sidebar of every page.
     assert '<span class="section-number">1. </span>A page' in builds["en"].page("page")
