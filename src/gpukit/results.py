@@ -116,7 +116,7 @@ def describe_run(
 ) -> str:
     """The data and settings of a run in one line, as summaries and workloads print them.
 
-    ``translate`` maps each English phrase (:data:`RUN_TEMPLATE`, the image size, the schedule,
+    ``translate`` maps each English phrase (``RUN_TEMPLATE``, the image size, the schedule,
     the word for epochs) to the reader's language: the site's build passes its gettext.
 
     Example:
