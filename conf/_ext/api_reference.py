@@ -1,4 +1,6 @@
-"""The API page's sections, one per gpukit module, made from the module itself::
+"""The API reference's pages, one per gpukit module (``docs/<lang>/api/<module>.md``, listed in
+the toctree of ``docs/<lang>/api.md``; tests/test_api_page.py checks that every module has one),
+each made from the module itself::
 
     ```{gpukit-module} gpukit.devices
     ```
