@@ -17,7 +17,7 @@ not the half hour of a full GPU build. It
 On a machine without a GPU it does the same (the CUDA tests are then reported as skipped, and
 the pages run their CPU path), so CI tests the check itself.
 
-Usage (from the repository's root; the README says more)::
+Usage (from the repository's root; MAINTAINERS.md says more)::
 
     python3 conf/gpu_check.py prepare   # with a network: the offline folder (.gpu-check/offline)
     python3 conf/gpu_check.py run       # anywhere: installs from that folder, then checks
@@ -56,7 +56,13 @@ CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
 sys.path.insert(0, str(CONF_DIR))
 import recordings  # noqa: E402
-from kernel_env import kernel_environment  # noqa: E402
+from kernel_env import (  # noqa: E402
+    DATA_VAR,
+    DEFAULT_TEST_GPUS,
+    FASHION_MNIST_FILES,
+    REQUIRE_GPUS_VAR,
+    kernel_environment,
+)
 
 WORK = ROOT / ".gpu-check"  # ignored by git; the device tool can still carry it
 OFFLINE = WORK / "offline"
@@ -70,12 +76,6 @@ PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x8
 # Quick reads at most 5,000 / 1,000 (fast-training's n_train/n_test; profiles.py: LeNet 3,000 /
 # 1,000, ResNet-18 512 / 256; profiling 16 batches); tests/test_gpu_check.py checks the bound.
 SUBSET = {"train": 10_000, "test": 2_000}
-FASHION_FILES = {  # gpukit.data.FILES: split -> (images, labels)
-    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
-    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
-}
-DATA_VAR = "GPUKIT_DATA"  # gpukit.data.ENV_VAR
-REQUIRE_GPUS = "GPUKIT_REQUIRE_GPUS"  # tests/conftest.py
 PROFILE = "quick"
 # Seconds a page's worker gets past its timeout (interrupting the cell, its traceback, the
 # kernel's shutdown) before it is killed.
@@ -134,7 +134,7 @@ def write_subset(source: Path, target: Path, counts: dict[str, int] = SUBSET) ->
     gzipped IDX files in ``target``: same magic number, the header's first dimension made for
     the subset, so gpukit reads them as it reads the full files."""
     target.mkdir(parents=True, exist_ok=True)
-    for split, names in FASHION_FILES.items():
+    for split, names in FASHION_MNIST_FILES.items():
         for name in names:
             raw = gzip.decompress((source / name).read_bytes())
             magic = int.from_bytes(raw[:4], "big")
@@ -319,7 +319,7 @@ def choose_data(facts: dict, env: dict[str, str], offline: Path) -> dict:
     else:
         return {"folder": None, "source": "none: the pages that read Fashion-MNIST will fail"}
     counts = {}
-    for split, (images, _) in FASHION_FILES.items():
+    for split, (images, _) in FASHION_MNIST_FILES.items():
         with contextlib.suppress(OSError, EOFError):
             counts[split] = idx_count(folder / images)
     return {"folder": str(folder), "source": source, "images": counts}
@@ -330,7 +330,7 @@ def gpus_wanted_by(item) -> int | None:
     marker = item.get_closest_marker("gpus")
     if marker is None:
         return None
-    return marker.args[0] if marker.args else 1
+    return marker.args[0] if marker.args else DEFAULT_TEST_GPUS
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -382,11 +382,11 @@ def run_tests(tests: Path, *, env: dict[str, str], gpus: int, timeout: float, ou
     junit.unlink(missing_ok=True)
     left_out_file.unlink(missing_ok=True)
     env = dict(env)
-    env.pop(REQUIRE_GPUS, None)  # no GPU: they skip, and the report says why
+    env.pop(REQUIRE_GPUS_VAR, None)  # no GPU: they skip, and the report says why
     if gpus:
         # A CUDA test that would skip fails instead; those that want more GPUs than the
         # machine has are left out (pytest_collection_modifyitems) and named in the report.
-        env |= {REQUIRE_GPUS: "1", "GPU_CHECK_GPUS": str(gpus)}
+        env |= {REQUIRE_GPUS_VAR: "1", "GPU_CHECK_GPUS": str(gpus)}
         env["GPU_CHECK_LEFT_OUT"] = str(left_out_file)
     command = [sys.executable, "-m", "pytest", str(tests), "-m", "gpus", "-p", "gpu_check"]
     # A module that cannot be imported is an error in the report, not the end of the others.
@@ -727,7 +727,7 @@ def summary(report: dict) -> str:
         for r in tests["results"]:
             counts[r["result"]] = counts.get(r["result"], 0) + 1
         said = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "none collected"
-        required = f" with {REQUIRE_GPUS}=1" if tests.get("required") else ""
+        required = f" with {REQUIRE_GPUS_VAR}=1" if tests.get("required") else ""
         lines.append(f"CUDA tests{required}: {tests['status']}: {said} ({tests['seconds']} s)")
         for r in tests["results"]:
             if r["result"] in ("failed", "error", "skipped", NOT_RUN):

@@ -103,12 +103,13 @@ def test_a_changed_extension_reads_every_page_again(monkeypatch, tmp_path: Path)
 def test_gpu_guard_stops_a_build_on_a_machine_with_too_few_gpus(tmp_path: Path) -> None:
     # Under a folder named _build on purpose: the guard must still see the pages there.
     site = copy_fixture_site(tmp_path / "_build" / "src")
-    page = site / "en" / "page.md"
     wanted = gpukit.num_gpus() + 1
-    page.write_text(
-        page.read_text(encoding="utf-8").replace("---\n", f"---\ngpus: {wanted}\n", 1),
-        encoding="utf-8",
-    )
+    for lang in ("en", "zh"):
+        page = site / lang / "page.md"
+        page.write_text(
+            page.read_text(encoding="utf-8").replace("---\n", f"---\ngpus: {wanted}\n", 1),
+            encoding="utf-8",
+        )
     guarded = sphinx_build(site, "en", tmp_path / "out", env={"GPUKIT_REQUIRE_GPUS": "1"})
     assert guarded.returncode != 0
     assert f"page.md: wants {wanted} GPU(s)" in guarded.log
@@ -116,7 +117,11 @@ def test_gpu_guard_stops_a_build_on_a_machine_with_too_few_gpus(tmp_path: Path) 
     unguarded = sphinx_build(site, "en", tmp_path / "out2", env={"GPUKIT_REQUIRE_GPUS": "0"})
     assert unguarded.returncode == 0, unguarded.log
     # Without the guard the page says that it ran on fewer GPUs than it is written for.
-    assert f"This page is written for {wanted} GPU(s)" in unguarded.page("page")
+    written_for = "one GPU" if wanted == 1 else f"{wanted} GPUs"
+    assert f"This page is written for {written_for};" in unguarded.page("page")
+    assert "GPU(s)" not in unguarded.page("page")  # a reader's sentence says 1 GPU or 2 GPUs
+    chinese = sphinx_build(site, "zh", tmp_path / "out2", env={"GPUKIT_REQUIRE_GPUS": "0"})
+    assert f"本节按 {wanted} 块 GPU 编写" in chinese.page("page"), chinese.log
 
 
 def test_failing_cell_fails_the_build_and_names_the_page(tmp_path: Path) -> None:
@@ -341,6 +346,10 @@ def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Pa
     assert "A page Teaches one thing. 5 min none" in text("en", "index")
     assert "阅读时间" in text("zh", "index")
     assert "一个页面 教一件事。 5 分钟 无" in text("zh", "index")
+    # A page that wants no GPU (no 'gpus:', so 0, as many-machines says) is listed as wanting
+    # none and carries no fewer-GPUs notice, on any machine.
+    for build in builds.values():
+        assert "provenance-notice" not in build.page("page")
     assert "Part one" in text("en", "index")
     # ... and puts the page in the book, numbered, in the sidebar of every page.
     assert '<span class="section-number">1. </span>A page' in builds["en"].page("page")

@@ -146,8 +146,6 @@ def test_the_cuda_tests_run_where_they_can(report):
 
 
 def test_the_check_uses_the_builds_kernel_environment():
-    assert gpu_check.DATA_VAR == gpukit.data.ENV_VAR
-    assert gpu_check.FASHION_FILES == gpukit.data.FILES
     env = kernel_env.kernel_environment("quick", {})
     assert Path(env["IPYTHONDIR"]) == ROOT / "conf" / "ipython"
 
@@ -174,7 +172,7 @@ def test_jupytext_reads_every_page_as_myst_nb_does(lang):
 def test_the_data_subset_is_fashion_mnist_that_gpukit_reads(tmp_path):
     full = gpukit.find_fashion_mnist(download=False)
     gpu_check.write_subset(full, tmp_path)
-    for split, (images, labels) in gpu_check.FASHION_FILES.items():
+    for split, (images, labels) in gpu_check.FASHION_MNIST_FILES.items():
         n = gpu_check.SUBSET[split]
         assert gpu_check.idx_count(tmp_path / images) == gpu_check.idx_count(tmp_path / labels) == n
         # The first records of the real file, byte for byte.

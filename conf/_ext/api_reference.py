@@ -1,4 +1,6 @@
-"""The API page's sections, one per gpukit module, made from the module itself::
+"""The API reference's pages, one per gpukit module (``docs/<lang>/api/<module>.md``, listed in
+the toctree of ``docs/<lang>/api.md``; tests/test_api_page.py checks that every module has one),
+each made from the module itself::
 
     ```{gpukit-module} gpukit.devices
     ```
@@ -9,7 +11,6 @@ once, where the module declares it, so that a name added to ``__all__`` appears 
 """
 
 import importlib
-import inspect
 
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
@@ -42,24 +43,6 @@ class GpukitModule(SphinxDirective):
         return self.parse_text_to_nodes("```{eval-rst}\n" + "\n".join(rst) + "\n```")
 
 
-def defining_module(app, modname: str, fullname: str) -> str | None:
-    """(viewcode) Where a class whose ``__module__`` names the module that documents it is
-    defined: the module of its own methods, e.g. ``gpukit._loop`` for
-    ``gpukit.training.TrainResult``. ``None`` for everything else: viewcode's own answer."""
-    try:
-        obj = importlib.import_module(modname)
-        for part in fullname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        return None
-    if not isinstance(obj, type):
-        return None
-    methods = [f for f in vars(obj).values() if inspect.isfunction(f)]
-    defined_in = {f.__module__ for f in methods} - {obj.__module__}
-    return defined_in.pop() if len(defined_in) == 1 else None
-
-
 def setup(app):
     app.add_directive("gpukit-module", GpukitModule)
-    app.connect("viewcode-follow-imported", defining_module)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -44,12 +44,27 @@ def add_gpu_notice(app, pagename: str, templatename: str, context: dict, doctree
     wanted = gpus_wanted(Path(app.env.doc2path(pagename)))
     found = gpukit.num_gpus()
     if wanted > found:
-        found_text = _("no GPU") if found == 0 else _("only {n} GPU(s)").format(n=found)
-        context["provenance_notice"] = _(
-            "This page is written for {wanted} GPU(s); the machine that built it has {found}. "
-            "Its code ran all the same, on the devices this machine has, so the times below are "
-            "this machine's. The text says what a machine with {wanted} GPU(s) shows."
-        ).format(wanted=wanted, found=found_text)
+        # One sentence per number (no "GPU(s)"): found < wanted, so only wanted can be 1.
+        if found == 0:
+            found_text = _("no GPU")
+        elif found == 1:
+            found_text = _("only one GPU")
+        else:
+            found_text = _("only {n} GPUs").format(n=found)
+        notice = (
+            _(
+                "This page is written for one GPU; the machine that built it has {found}. Its "
+                "code ran all the same, on the devices this machine has, so the times below are "
+                "this machine's. The text says what a machine with a GPU shows."
+            )
+            if wanted == 1
+            else _(
+                "This page is written for {wanted} GPUs; the machine that built it has {found}. "
+                "Its code ran all the same, on the devices this machine has, so the times below "
+                "are this machine's. The text says what a machine with {wanted} GPUs shows."
+            )
+        )
+        context["provenance_notice"] = notice.format(wanted=wanted, found=found_text)
 
 
 def setup(app):

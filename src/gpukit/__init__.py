@@ -21,6 +21,7 @@ from gpukit.multinode import *
 from gpukit.parallel import *
 from gpukit.plotting import *
 from gpukit.profiles import *
+from gpukit.results import *
 from gpukit.roofline import *
 from gpukit.sharding import *
 from gpukit.timing import *

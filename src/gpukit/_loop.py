@@ -5,16 +5,14 @@
 way, then hand over to :func:`train_epochs` and :func:`finish_run`. These take their settings
 by keyword, so that a caller reads as what it asks for.
 
-The records, :class:`EpochStats` and :class:`TrainResult`, and the learning-rate schedules are
-part of gpukit's interface: :mod:`gpukit.training` exports them and the API page documents
-them there.
+What a run returns, :class:`~gpukit.results.TrainResult` with its
+:class:`~gpukit.results.EpochStats`, is public: :mod:`gpukit.results`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -22,12 +20,11 @@ from torch import nn
 from gpukit._checks import check_choice, check_int, check_number
 from gpukit.models import init_weights
 from gpukit.plotting import Animator
-from gpukit.timing import Timer, format_seconds
+from gpukit.results import SCHEDULES, EpochStats, TrainResult
+from gpukit.timing import Timer
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
-# gpukit.training.SCHEDULES, documented there
-SCHEDULES = {"constant": "", "warmup-cosine": "warm-up + cosine decay"}
 WARMUP_START = 0.1  # the warm-up starts at a tenth of the learning rate
 LEGEND = ["train loss", "train acc", "test acc"]
 
@@ -41,128 +38,6 @@ def schedule_factor(schedule: str, step: int, steps_per_epoch: int, num_epochs: 
     decay_steps = max(1, steps_per_epoch * (num_epochs - 1))
     progress = min(1.0, (step - steps_per_epoch) / decay_steps)
     return 0.5 * (1 + math.cos(math.pi * progress))
-
-
-@dataclass(frozen=True, kw_only=True)
-class EpochStats:
-    """What one epoch measured.
-
-    Attributes:
-        epoch: 1 for the first epoch.
-        train_loss: mean training loss over the epoch's examples.
-        train_acc: fraction of the epoch's training examples classified correctly.
-        test_acc: test accuracy after the epoch.
-        seconds: time spent training (evaluation excluded).
-        lr: the learning rate of the epoch's last step (it changes under a schedule).
-    """
-
-    epoch: int
-    train_loss: float
-    train_acc: float
-    test_acc: float
-    seconds: float
-    lr: float | None = None
-
-
-@dataclass(kw_only=True)
-class TrainResult:
-    """The numbers of one training run, for a page to print, plot or compare.
-
-    Attributes:
-        test_acc: test accuracy after the last epoch.
-        sec_per_epoch: mean training time per epoch (evaluation excluded).
-        devices: the devices that really computed, e.g. ``["cuda:0", "cuda:1"]``.
-        epochs: number of epochs.
-        n_train: training examples per epoch.
-        n_test: test examples.
-        batch_size: examples per optimisation step, over all devices together.
-        lr: learning rate (its peak, under a schedule).
-        history: one :class:`EpochStats` per epoch.
-        note: how the devices were used, when that needs saying.
-        schedule: the learning-rate schedule, a key of :data:`gpukit.training.SCHEDULES`.
-        compile_seconds: time spent compiling before the first epoch
-            (:func:`gpukit.fast.train_fast`), not counted in ``sec_per_epoch``.
-
-    Example:
-        >>> r = TrainResult(test_acc=0.8512, sec_per_epoch=12.34561, devices=["cuda:0", "cuda:1"],
-        ...                 epochs=10, n_train=60000, n_test=10000, batch_size=512, lr=0.2)
-        >>> print(r.summary())
-        test acc 0.85, 12.3456 sec/epoch on [cuda:0, cuda:1]
-        60,000 training / 10,000 test images, batch 512, lr 0.2, 10 epochs
-    """
-
-    test_acc: float
-    sec_per_epoch: float
-    devices: list[str]
-    epochs: int
-    n_train: int
-    n_test: int
-    batch_size: int
-    lr: float
-    history: list[EpochStats] = field(default_factory=list)
-    note: str = ""
-    schedule: str = "constant"
-    compile_seconds: float = 0.0
-
-    def summary(self) -> str:
-        """Two lines: accuracy, time and devices; then the amount of data and the settings."""
-        note = f" ({self.note})" if self.note else ""
-        first = f"test acc {self.test_acc:.2f}, {format_seconds(self.sec_per_epoch)}/epoch"
-        settings = describe_run(
-            n_train=self.n_train,
-            n_test=self.n_test,
-            batch_size=self.batch_size,
-            lr=self.lr,
-            schedule=self.schedule,
-            epochs=self.epochs,
-        )
-        return f"{first} on [{', '.join(self.devices)}]{note}\n{settings}"
-
-
-# Readers import both records from gpukit.training, and the API page documents them there: type
-# hints naming them (-> TrainResult) then resolve to that page, as NumPy does for the public
-# names of its private modules. conf/_ext/api_reference.py links their source back here.
-EpochStats.__module__ = "gpukit.training"
-TrainResult.__module__ = "gpukit.training"
-
-
-#: The sentence of :func:`describe_run`, whose parts the site's Chinese pages translate.
-RUN_TEMPLATE = (
-    "{n_train:,} training / {n_test:,} test images{size}, batch {batch_size}, "
-    "lr {lr:g}{schedule}, {epochs} {epoch_word}"
-)
-
-
-def describe_run(
-    *,
-    n_train: int,
-    n_test: int,
-    batch_size: int,
-    lr: float,
-    schedule: str,
-    epochs: int,
-    resize: int | None = None,
-    translate: Callable[[str], str] = str,
-) -> str:
-    """The data and settings of a run in one line, as summaries and workloads print them.
-
-    ``translate`` maps each English phrase (:data:`RUN_TEMPLATE`, the image size, the schedule,
-    the word for epochs) to the reader's language: the site's build passes its gettext.
-    """
-    schedule_words = SCHEDULES[schedule] and translate(" ({schedule})").format(
-        schedule=translate(SCHEDULES[schedule])
-    )
-    size = "" if resize is None else translate(" of {side}x{side} pixels").format(side=resize)
-    return translate(RUN_TEMPLATE).format(
-        n_train=n_train,
-        n_test=n_test,
-        size=size,
-        batch_size=batch_size,
-        lr=lr,
-        schedule=schedule_words,
-        epochs=epochs,
-        epoch_word=translate("epochs" if epochs != 1 else "epoch"),
-    )
 
 
 def check_training_arguments(

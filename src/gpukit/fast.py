@@ -2,7 +2,7 @@
 
 :func:`train_fast` takes :func:`gpukit.training.train_ch6`'s arguments, trains in the same
 epoch loop (``gpukit._loop.train_epochs``) and returns the same
-:class:`~gpukit.training.TrainResult`, with a switch for each step of the recipe.
+:class:`~gpukit.results.TrainResult`, with a switch for each step of the recipe.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from torch import nn
 from gpukit._checks import check_choice, check_int, check_number, check_type
 from gpukit._loop import (
     Batches,
-    TrainResult,
     batch_size_of,
     check_training_arguments,
     count_examples,
@@ -26,6 +25,7 @@ from gpukit._loop import (
 )
 from gpukit.devices import device_or_gpu
 from gpukit.metrics import evaluate_accuracy_gpu
+from gpukit.results import TrainResult
 from gpukit.timing import Timer, format_seconds
 
 __all__ = ["auto_precision", "train_fast"]

@@ -27,7 +27,7 @@ import torch
 from gpukit._checks import check_choice, check_int
 from gpukit._env import FASHION_MNIST_SIZES
 from gpukit._env import PROFILE_VAR as ENV_VAR
-from gpukit._loop import SCHEDULES, describe_run
+from gpukit.results import SCHEDULES, describe_run
 
 __all__ = ["PROFILES", "Profile", "Workload", "current_profile", "pick"]
 

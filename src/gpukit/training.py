@@ -1,7 +1,8 @@
 """Training loops of the multi-GPU pages: one device (:func:`train_ch6`), ``nn.DataParallel``
 (:func:`train_data_parallel`) and ``DistributedDataParallel`` processes (:func:`train_ddp`).
 
-Each returns a :class:`TrainResult` and prints its :meth:`~TrainResult.summary`, which names
+Each returns a :class:`~gpukit.results.TrainResult` (:mod:`gpukit.results`; importable from
+here too) and prints its :meth:`~gpukit.results.TrainResult.summary`, which names
 the devices really used and how much data was seen. The network is re-initialised from
 ``seed`` and the global generator is seeded, so with the same data order two runs on a CPU
 give the same numbers.
@@ -18,12 +19,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from gpukit import _loop
+from gpukit import results
 from gpukit._checks import check_choice, check_int, check_number, check_tensors
 from gpukit._loop import (
     Batches,
-    EpochStats,
-    TrainResult,
     batch_size_of,
     check_training_arguments,
     count_examples,
@@ -38,11 +37,10 @@ from gpukit.devices import device_or_gpu, existing_devices, try_all_gpus
 from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.models import resnet18
 from gpukit.parallel import checked_backend, launch_checked, rank_device
+from gpukit.results import EpochStats, TrainResult
 
 __all__ = [
     "SCHEDULES",
-    "EpochStats",
-    "TrainResult",
     "lr_factor",
     "sgd",
     "train_ch6",
@@ -52,7 +50,7 @@ __all__ = [
 
 #: The learning-rate schedules the training functions accept (see :func:`lr_factor`), each with
 #: the words a summary prints for it.
-SCHEDULES = _loop.SCHEDULES
+SCHEDULES = results.SCHEDULES
 EVAL_BATCH_SIZE = 256  # test examples per forward pass of train_ddp's rank 0
 
 
@@ -137,7 +135,7 @@ def train_ch6(
         schedule: the learning rate over the steps: ``"constant"`` (D2L) or
             ``"warmup-cosine"`` (:func:`lr_factor`).
         plot: draw the curves with :class:`gpukit.plotting.Animator`.
-        verbose: print :meth:`TrainResult.summary`.
+        verbose: print :meth:`~gpukit.results.TrainResult.summary`.
 
     Example:
         >>> from gpukit.models import lenet

@@ -43,7 +43,11 @@ def numbers(text: str) -> set[str]:
 
 
 def executed_pages(lang: str) -> list[str]:
-    return [page for page in site_pages(lang) if page not in ("index", "api", "about")]
+    return [
+        page
+        for page in site_pages(lang)
+        if page not in ("index", "api", "about") and not page.startswith("api/")
+    ]
 
 
 def inputs(tab) -> set[str]:

@@ -100,22 +100,7 @@ def weigh(context, url: str) -> tuple[dict[str, int], list[str]]:
         context.close()
 
 
-# The API reference holds every gpukit module on one page: its HTML alone is 537 KB. It misses
-# the goal until it is split by module; strict, so that this list cannot outlive the split.
-OVER_WEIGHT = {f"{lang}/api" for lang in ("en", "zh")}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name, marks=pytest.mark.xfail(reason="one page for all of gpukit", strict=True)
-        )
-        if name in OVER_WEIGHT
-        else name
-        for name in ALL_PAGES
-    ],
-)
+@pytest.mark.parametrize("name", ALL_PAGES)
 def test_page_loads_at_most_500_kb_besides_its_figures(browser, site, name: str) -> None:
     loaded, blocking = weigh(browser.new_context(), site.url(name))
     weight = {url: size for url, size in loaded.items() if "/_images/" not in url}

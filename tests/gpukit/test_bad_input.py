@@ -66,6 +66,8 @@ def X4() -> torch.Tensor:  # named like the argument it is passed as
 
 # (public name, positional arguments, keyword arguments, exception, the argument it names)
 # Arguments are built lazily (a lambda) where building them needs torch.
+# A valid run for describe_run: each case changes one setting.
+RUN = dict(n_train=600, n_test=100, batch_size=64, lr=0.1, schedule="constant", epochs=1)
 CASES = [
     # data
     ("find_fashion_mnist", (42,), {}, TypeError, "root"),
@@ -223,6 +225,12 @@ CASES = [
     ),
     ("train_ddp", (2, 1, 0.1, 32), {"schedule": None}, ValueError, "schedule"),
     ("lr_factor", ("linear", 0, 10, 2), {}, ValueError, "schedule"),
+    ("describe_run", (), RUN | {"n_train": 0}, ValueError, "n_train"),
+    ("describe_run", (), RUN | {"batch_size": "8"}, TypeError, "batch_size"),
+    ("describe_run", (), RUN | {"lr": -0.1}, ValueError, "lr"),
+    ("describe_run", (), RUN | {"schedule": "linear"}, ValueError, "schedule"),
+    ("describe_run", (), RUN | {"epochs": 1.0}, TypeError, "epochs"),
+    ("describe_run", (), RUN | {"resize": 0}, ValueError, "resize"),
     ("lr_factor", ("warmup-cosine", -1, 10, 2), {}, ValueError, "step"),
     ("lr_factor", ("warmup-cosine", 0, 0, 2), {}, ValueError, "steps_per_epoch"),
     ("lr_factor", ("warmup-cosine", 0, 10, 2.0), {}, TypeError, "num_epochs"),
