@@ -1,15 +1,30 @@
 """Every task of the project: ``nox`` runs the checks, ``nox -s docs`` builds the site."""
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
 import nox
 
-sys.path.insert(0, str(Path(__file__).parent / "conf"))
-from kernel_env import PROFILE_VAR, REQUIRE_GPUS_VAR
-from languages import LANGUAGES, sphinx_build_args
+SRC = Path(__file__).parent / "src"
+
+
+def site_module(name: str):
+    """A standard-library-only module of the site's package (src/gpukit_site), read by its path:
+    nox's own Python has not installed the project (the sessions do, into their environments)."""
+    spec = importlib.util.spec_from_file_location(
+        f"gpukit_site.{name}", SRC / "gpukit_site" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+kernel_env, languages = site_module("kernel_env"), site_module("languages")
+PROFILE_VAR, REQUIRE_GPUS_VAR = kernel_env.PROFILE_VAR, kernel_env.REQUIRE_GPUS_VAR
+LANGUAGES, sphinx_build_args = languages.LANGUAGES, languages.sphinx_build_args
 
 nox.options.sessions = ["lint", "tests", "docs", "browser", "doctest"]
 nox.options.reuse_venv = "yes"
@@ -19,8 +34,11 @@ BUILD = DOCS / "_build"
 
 
 def install(session: nox.Session, *groups: str, gpukit: bool = True) -> None:
-    """Install dependency groups of pyproject.toml, and gpukit, editable so that pages see the
-    working tree (``gpukit=False``: the groups alone, and so no torch)."""
+    """Install dependency groups of pyproject.toml, and the project (gpukit and the site's
+    package, gpukit_site), editable so that pages and tools see the working tree
+    (``gpukit=False``: without the project's dependencies, and so no torch)."""
+    if not gpukit:  # --no-deps would apply to the groups too: a command of its own
+        session.install("--no-deps", "-e", ".")
     session.install(*(["-e", "."] if gpukit else []), *(f"--group={group}" for group in groups))
 
 
@@ -46,7 +64,7 @@ def docs(session: nox.Session) -> None:
     for lang in LANGUAGES:
         session.run("sphinx-build", *sphinx_build_args(DOCS, BUILD, lang), *args, env=env)
     if record:
-        session.run("python", "conf/recordings.py", "write", BUILD / "recording", env=env)
+        session.run("python", "-m", "gpukit_site.recordings", "write", BUILD / "recording", env=env)
     # html/jupyter_execute (myst-nb's notebooks and figures) stays: deleting it would make every
     # later build read those pages again. The GPU workflow leaves it out of the deployed site.
 
@@ -67,11 +85,12 @@ def browser(session: nox.Session) -> None:
 
 @nox.session
 def lighthouse(session: nox.Session) -> None:
-    """Lighthouse's scores of every page of the built site against the goal (conf/lighthouse.py).
+    """Lighthouse's scores of every page of the built site against the goal
+    (gpukit_site.lighthouse).
 
     Performance depends on load: run it on a quiet machine. ``-- en/attention`` for one page."""
     install(session, "lighthouse", gpukit=False)
-    session.run("python", "conf/lighthouse.py", *session.posargs)
+    session.run("python", "-m", "gpukit_site.lighthouse", *session.posargs)
 
 
 @nox.session(name="docs-live")
@@ -96,12 +115,13 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(name="gpu-check")
 def gpu_check(session: nox.Session) -> None:
-    """What works on this GPU, per page and per CUDA test, in minutes: conf/gpu_check.py.
+    """What works on this GPU, per page and per CUDA test, in minutes: gpukit_site.gpu_check.
 
     ``nox -s gpu-check`` runs the check (report in .gpu-check/report); ``nox -s gpu-check --
-    prepare`` writes the folder that lets ``python3 conf/gpu_check.py run`` work offline."""
+    prepare`` writes the folder that lets ``PYTHONPATH=src python3 -m gpukit_site.gpu_check run``
+    work offline."""
     install(session, "gpu-check", "kernels")
-    session.run("python", "conf/gpu_check.py", *(session.posargs or ["run"]))
+    session.run("python", "-m", "gpukit_site.gpu_check", *(session.posargs or ["run"]))
 
 
 @nox.session(venv_backend="none")
@@ -111,14 +131,16 @@ def record(session: nox.Session) -> None:
     replacing that machine's previous one. Standard library only: nothing is installed."""
     if len(session.posargs) != 1:
         session.error("usage: nox -s record -- PATH")
-    session.run(sys.executable, "conf/recordings.py", "import", *session.posargs)
+    # Not installed in nox's own Python: found in src/.
+    env = {"PYTHONPATH": str(SRC)}
+    session.run(sys.executable, "-m", "gpukit_site.recordings", "import", *session.posargs, env=env)
 
 
 @nox.session
 def doctest(session: nox.Session) -> None:
     """Run the examples: gpukit's docstrings and the doctest blocks of both languages."""
     install(session, "docs", "test")
-    session.run("pytest", "--doctest-modules", "src", "-p", "no:cacheprovider")
+    session.run("pytest", "--doctest-modules", "src/gpukit", "-p", "no:cacheprovider")
     for lang in LANGUAGES:
         # The doctests live in docstrings and prose: executing the notebooks adds nothing here,
         # and unexecuted notebooks neither name their lexer nor hold the values prose glues.
@@ -128,11 +150,11 @@ def doctest(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and formatting); the Chinese pages' typography and terms (conf/zh_style.py)."""
+    """ruff (lint and formatting); the Chinese pages' typography and terms: gpukit_site.zh_style."""
     install(session, "lint", gpukit=False)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    session.run("python", "conf/zh_style.py")
+    session.run("python", "-m", "gpukit_site.zh_style")
 
 
 @nox.session
@@ -152,4 +174,4 @@ def parity(session: nox.Session) -> None:
     ``nox -s parity -- --refresh zh/<page>.md`` records that a translation is up to date.
     Pages are read by myst-nb, without torch: only the docs group is installed."""
     install(session, "docs", gpukit=False)
-    session.run("python", "conf/parity.py", *session.posargs)
+    session.run("python", "-m", "gpukit_site.parity", *session.posargs)

@@ -7,18 +7,17 @@ is applied only after this file has run.
 
 import os
 import shutil
-import sys
 from pathlib import Path
+
+# The site's extensions and tools are the package gpukit_site (src/gpukit_site), installed with
+# gpukit (``pip install -e .``, as nox does).
+import gpukit
+from gpukit_site.ext.execution import cache_key, tree_hash
+from gpukit_site.kernel_env import kernel_environment
+from gpukit_site.languages import LANGUAGES, MYST_EXTENSIONS
 
 CONF_DIR = Path(__file__).resolve().parent
 ROOT = CONF_DIR.parent
-sys.path[:0] = [str(CONF_DIR / "_ext"), str(CONF_DIR)]
-
-from kernel_env import kernel_environment  # noqa: E402
-from languages import LANGUAGES, MYST_EXTENSIONS  # noqa: E402
-
-import gpukit  # noqa: E402
-from execution import cache_key, tree_hash  # noqa: E402
 
 # -- Language -------------------------------------------------------------------------------
 chosen = [code for code in LANGUAGES if tags.has(code)]  # noqa: F821 (Sphinx injects `tags`)
@@ -46,18 +45,24 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.doctest",
     "sphinx_copybutton",
-    "cjk_linebreaks",  # a line break between Chinese characters is not a space
-    "provenance",  # which machine, software and profile produced a page's outputs
-    "gpu_guard",  # a page wants more GPUs than the machine has: a notice, or a failed build
-    "about",  # the About page's tables: this build's facts, each page's execution
-    "machine_cases",  # this machine's explanation first, the others collapsed
-    "recorded",  # other machines' recorded outputs under each cell, collapsed
-    "execution",  # no half-written cache entry after a kill; raises-exception cells must raise
-    "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
-    "api_reference",  # the API page's section of a gpukit module, made from its __all__
-    "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
-    "katex_math",  # math typeset by KaTeX while the site is built: no script in the page
-    "image_alt",  # every image has an alt text; a plot gets its own labels, in the page's language
+]
+# The site's own, in src/gpukit_site/ext:
+extensions += [
+    f"gpukit_site.ext.{name}"
+    for name in (
+        "cjk_linebreaks",  # a line break between Chinese characters is not a space
+        "provenance",  # which machine, software and profile produced a page's outputs
+        "gpu_guard",  # a page wants more GPUs than the machine has: a notice, or a failed build
+        "about",  # the About page's tables: this build's facts, each page's execution
+        "machine_cases",  # this machine's explanation first, the others collapsed
+        "recorded",  # other machines' recorded outputs under each cell, collapsed
+        "execution",  # no half-written cache entry after a kill; raises-exception cells must raise
+        "learning_path",  # the index's table of pages: what each teaches, reading time, GPUs
+        "api_reference",  # the API page's section of a gpukit module, made from its __all__
+        "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
+        "katex_math",  # math typeset by KaTeX while the site is built: no script in the page
+        "image_alt",  # every image has an alt text; a plot gets its labels in the page's language
+    )
 ]
 exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]
 templates_path = [str(CONF_DIR / "_templates")]
@@ -76,7 +81,7 @@ doctest_global_setup += "from torch import nn\nimport gpukit\nfrom gpukit import
 myst_enable_extensions = MYST_EXTENSIONS
 
 # -- Execution ------------------------------------------------------------------------------
-# The kernel inherits this environment (conf/kernel_env.py, shared with conf/gpu_check.py):
+# The kernel inherits this environment (gpukit_site.kernel_env, shared with gpukit_site.gpu_check):
 # the profile, the IPython profile that shortens tracebacks, idle OpenMP threads that sleep.
 profile = gpukit.current_profile()
 os.environ.update(kernel_environment(profile.name))
@@ -95,9 +100,10 @@ if site_language == "zh":
     nb_code_prompt_hide = "隐藏内容"
 
 # Sphinx reads a page again when its source or a config value changes, not when the code of
-# an extension does. As a config value, the hash of conf/_ext makes an edited extension (pulled,
-# or saved while docs-live runs) read every page again; the outputs still come from the cache.
-site_extensions_hash = tree_hash(ROOT, ("conf/_ext",))
+# an extension does. As a config value, the hash of src/gpukit_site/ext makes an edited
+# extension (pulled, or saved while docs-live runs) read every page again; the outputs still
+# come from the cache.
+site_extensions_hash = tree_hash(ROOT, ("src/gpukit_site/ext",))
 
 
 def copy_root_index(app, exception) -> None:
@@ -161,7 +167,7 @@ html_context = {
 }
 
 # -- Math -----------------------------------------------------------------------------------
-# KaTeX typesets the math while the site is built (conf/_ext/katex_math.py): a page ships HTML,
+# KaTeX typesets the math while the site is built (gpukit_site.ext.katex_math): a page ships HTML,
 # KaTeX's stylesheet and the few fonts its math uses, and no script. (MathJax in the browser
 # cost every page with math 1.2 MB of script, and sized each formula by the reader's fonts.)
 # _static/katex holds KaTeX 0.16.22's dist/katex.min.css, the version sphinxcontrib-katex
@@ -178,7 +184,7 @@ copybutton_selector = "div:not(.output) > div.highlight > pre"
 
 # -- Notebooks and Colab --------------------------------------------------------------------
 # Every executed page offers its notebook, with outputs, as _notebooks/<page>.ipynb
-# (conf/_ext/notebooks.py). Colab opens notebooks only from GitHub, and the repository holds
+# (gpukit_site.ext.notebooks). Colab opens notebooks only from GitHub, and the repository holds
 # MyST sources: so the GPU workflow that deploys the site also publishes the built notebooks to
 # the branch `notebooks`, as <lang>/<page>.ipynb, and the Colab link opens that copy.
 notebooks_repository_url = repository_url  # where the notebook's first cell installs gpukit from

@@ -1,18 +1,10 @@
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-# The build helpers live next to the tests (tests/ is not a package); conf/_ext holds the site's
-# Sphinx extensions, which several tests call directly, and conf/ the languages.
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(1, str(Path(__file__).parents[1] / "conf" / "_ext"))
-sys.path.insert(2, str(Path(__file__).parents[1] / "conf"))
-
 # Set on the GPU runner (.github/workflows/gpu-site.yml), as for `nox -s docs -- --require-gpus`.
-from kernel_env import DEFAULT_TEST_GPUS
-from kernel_env import REQUIRE_GPUS_VAR as REQUIRE_GPUS
+from gpukit_site.kernel_env import DEFAULT_TEST_GPUS
+from gpukit_site.kernel_env import REQUIRE_GPUS_VAR as REQUIRE_GPUS
 
 
 def pytest_configure(config: pytest.Config) -> None:

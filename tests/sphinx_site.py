@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from languages import sphinx_build_args
+
+from gpukit_site.languages import sphinx_build_args
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -128,5 +129,4 @@ def load_conf(monkeypatch: pytest.MonkeyPatch, profile: str) -> dict:
     """Run conf/conf.py as Sphinx does; environment changes it makes are undone afterwards."""
     monkeypatch.setenv("GPUKIT_PROFILE", profile)
     monkeypatch.delenv("IPYTHONDIR", raising=False)
-    monkeypatch.syspath_prepend(str(ROOT / "conf" / "_ext"))
     return runpy.run_path(str(ROOT / "conf" / "conf.py"), init_globals={"tags": _Tags("en")})

@@ -7,7 +7,6 @@ import json
 import re
 from pathlib import Path
 
-import budgets
 import nbformat
 import pytest
 from sphinx_site import (
@@ -20,8 +19,9 @@ from sphinx_site import (
 )
 
 import gpukit
-from execution import tree_hash
-from machine_cases import this_machine
+from gpukit_site import budgets
+from gpukit_site.ext.execution import tree_hash
+from gpukit_site.ext.machine_cases import this_machine
 
 # Sphinx's own warnings; ipykernel's "[IPKernelApp] WARNING | ..." line is not one.
 SPHINX_WARNING = re.compile(r"(^|: )WARNING: ", re.MULTILINE)
@@ -53,7 +53,7 @@ def test_second_language_executes_no_notebook(built: dict) -> None:
 
 
 def test_translation_record_stays_out_of_the_pages(built: dict) -> None:
-    # Every zh fixture page records translation_of (conf/parity.py); the executed page above
+    # Every zh fixture page records translation_of (gpukit_site.parity); the executed page above
     # shares its execution all the same, and no page shows the record.
     for page in ("index", "page", "part/nested"):
         assert "translation_of" not in built["zh"].page(page)
@@ -89,12 +89,12 @@ def test_language_switcher_links_to_the_same_page(built: dict, lang, page, href)
 
 def test_a_changed_extension_reads_every_page_again(monkeypatch, tmp_path: Path) -> None:
     conf = load_conf(monkeypatch, "quick")
-    assert conf["site_extensions_hash"] == tree_hash(ROOT, ("conf/_ext",))
+    assert conf["site_extensions_hash"] == tree_hash(ROOT, ("src/gpukit_site/ext",))
     site = copy_fixture_site(tmp_path / "src")
     out = tmp_path / "out"
     assert sphinx_build(site, "en", out).returncode == 0
     assert documents_read(sphinx_build(site, "en", out).log) == []
-    # What conf.py sets when a file of conf/_ext has changed.
+    # What conf.py sets when a file of src/gpukit_site/ext has changed.
     changed = sphinx_build(site, "en", out, "-D", "site_extensions_hash=edited")
     assert changed.returncode == 0, changed.log
     assert set(documents_read(changed.log)) == {"index", "page", "part/nested"}
@@ -161,7 +161,7 @@ def test_chinese_search_index_has_chinese_words(built: dict) -> None:
 
 
 def test_each_language_offers_its_own_notebook_with_outputs(built: dict) -> None:
-    # conf/_ext/notebooks.py: myst-nb's jupyter_execute/ is shared by both languages and holds
+    # gpukit_site.ext.notebooks: myst-nb's jupyter_execute/ is shared by both languages and holds
     # no outputs; every language's build writes its own notebook, outputs merged from the cache.
     titles = {"en": "# A page", "zh": "# 一个页面"}
     for lang, build in built.items():
@@ -212,7 +212,7 @@ def test_pages_showing_this_build_are_read_again_by_every_build(tmp_path: Path) 
 
 
 def test_the_chinese_build_says_the_machine_and_workloads_in_chinese(tmp_path: Path) -> None:
-    """The provenance line and About's table (conf/_ext/provenance.py, conf/locales): gpukit's
+    """The provenance line and About's table (gpukit_site.ext.provenance, conf/locales): gpukit's
     English phrases said again in Chinese, with full-width punctuation; English as gpukit says."""
     site = copy_fixture_site(tmp_path / "src")
     for lang in ("en", "zh"):
@@ -253,7 +253,7 @@ def test_the_build_writes_the_sites_root_page(built: dict) -> None:
 
 
 def test_this_machines_case_is_text_and_the_others_are_collapsed(tmp_path: Path) -> None:
-    from machine_cases import CASES
+    from gpukit_site.ext.machine_cases import CASES
 
     site = copy_fixture_site(tmp_path / "src")
     body = "".join(f":::{{case}} {case}\nText for {case}.\n:::\n" for case in CASES)
@@ -302,7 +302,7 @@ def test_a_case_holding_a_glued_value_fails_the_build(tmp_path: Path, case: str)
 
 
 def test_an_api_section_lists_its_modules_public_names(tmp_path: Path) -> None:
-    """``{gpukit-module}`` (conf/_ext/api_reference.py): the summary table holds every name of
+    """``{gpukit-module}`` (gpukit_site.ext.api_reference): the summary table holds every name of
     the module's ``__all__`` and nothing else, each linked to its documentation below."""
     site = copy_fixture_site(tmp_path / "src")
     api = "# API\n\n## Timing\n\n```{gpukit-module} gpukit.timing\n```\n"
@@ -318,8 +318,8 @@ def test_an_api_section_lists_its_modules_public_names(tmp_path: Path) -> None:
 
 
 def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
-    """The About page's execution table (conf/_ext/provenance.py) and the index's learning path
-    (conf/_ext/learning_path.py) in each language, with a status every font can show."""
+    """The About page's execution table (gpukit_site.ext.provenance) and the index's learning path
+    (gpukit_site.ext.learning_path) in each language, with a status every font can show."""
     site = _site_with_learning_path(tmp_path / "src")
     for lang in ("en", "zh"):
         (site / lang / "about.md").write_text("# About\n\n```{nb-exec-table}\n```\n", "utf-8")
@@ -336,7 +336,7 @@ def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Pa
     for chinese in ("页面", "修改时间", "方式", "运行时间（秒）", "状态", "完成"):
         assert chinese in text("zh", "about"), text("zh", "about")
     assert "Run Time" not in text("zh", "about") and "Document" not in text("zh", "about")
-    # conf/budgets.py reads the time the table shows from the execution cache myst-nb kept.
+    # gpukit_site.budgets reads the time the table shows from the execution cache myst-nb kept.
     times = budgets.execution_times(tmp_path / "out" / "cache")
     assert list(times) == ["page"] and 0 < times["page"] < budgets.PAGE_SECONDS
     shown = f" {round(times['page'], 2)} "  # as myst-nb's table rounds it
@@ -444,7 +444,7 @@ glue("acc", 0.4567, display=False)
 
 
 def test_notebook_markdown_is_plain_jupyter_markdown(tmp_path: Path) -> None:
-    # conf/_ext/notebooks.py, on what the real pages do not all use yet (admonitions, glue).
+    # gpukit_site.ext.notebooks, on what the real pages do not all use yet (admonitions, glue).
     site = copy_fixture_site(tmp_path / "src")
     (site / "img").mkdir()
     (site / "img" / "square.svg").write_text(

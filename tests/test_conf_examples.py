@@ -1,7 +1,6 @@
-"""The examples in the docstrings of the build's own code (conf/ and conf/_ext) run and hold.
+"""The examples in the docstrings of the site's own code (src/gpukit_site) run and hold.
 
-``nox -s doctest`` runs gpukit's; these modules are imported from conf/, where pytest's
-``--doctest-modules`` would not find their neighbours (``languages``, ``front_matter``).
+``nox -s doctest`` runs gpukit's; these are run here, with the tests of the site's machinery.
 """
 
 import doctest
@@ -9,7 +8,12 @@ import importlib
 
 import pytest
 
-MODULES_WITH_EXAMPLES = ["front_matter", "image_alt", "learning_path", "recordings"]
+MODULES_WITH_EXAMPLES = [
+    "gpukit_site.ext.front_matter",
+    "gpukit_site.ext.image_alt",
+    "gpukit_site.ext.learning_path",
+    "gpukit_site.recordings",
+]
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_EXAMPLES)
@@ -21,7 +25,7 @@ def test_examples_of(name: str) -> None:
 
 def test_budgets_fail_on_a_page_over_its_budget(tmp_path, capsys) -> None:
     """Times as myst-nb records them: with each notebook in jupyter-cache."""
-    budgets = importlib.import_module("budgets")
+    budgets = importlib.import_module("gpukit_site.budgets")
     nbformat = pytest.importorskip("nbformat")
     get_cache = pytest.importorskip("jupyter_cache").get_cache
 

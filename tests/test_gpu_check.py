@@ -1,4 +1,4 @@
-"""The GPU check (conf/gpu_check.py) on a planted site: its report on a page that fails, one
+"""The GPU check (gpukit_site.gpu_check) on a planted site: its report on a page that fails, one
 that hangs, one whose raises-exception cell does not raise, and one that works; the CUDA tests it
 runs; the pages read as myst-nb reads them; the data subset; the size limit."""
 
@@ -17,16 +17,16 @@ import pytest
 import torch
 
 import gpukit
+from gpukit_site import gpu_check, kernel_env
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "conf" / "gpu_check.py"
-sys.path.insert(0, str(SCRIPT.parent))
-import gpu_check  # noqa: E402
-import kernel_env  # noqa: E402
+# As MAINTAINERS.md runs it on a bare Python: the package found in src/, nothing installed.
+CHECK = [sys.executable, "-m", "gpukit_site.gpu_check"]
+BARE = {"PYTHONPATH": str(ROOT / "src")}
 
 FRONT = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
 PAGES = {
-    # The kernel runs in the build's environment (conf/kernel_env.py): the quick profile, and
+    # The kernel runs in the build's environment (gpukit_site.kernel_env): the quick profile, and
     # the IPython profile whose short tracebacks the failing page's report shows.
     "works": FRONT + "gpus: 2\n---\n\n# Works\n\n```{code-cell} ipython3\nimport os\n"
     "assert os.environ['GPUKIT_PROFILE'] == 'quick'\n"
@@ -70,9 +70,10 @@ def report(tmp_path_factory) -> dict:
         (docs / f"{name}.md").write_text(text, encoding="utf-8")
     shutil.copy(ROOT / "tests" / "conftest.py", tests)
     (tests / "test_planted.py").write_text(TESTS, encoding="utf-8")
-    command = [sys.executable, str(SCRIPT), "run", "--docs", str(docs), "--tests", str(tests)]
+    command = [*CHECK, "run", "--docs", str(docs), "--tests", str(tests)]
     command += ["--out", str(out), "--page-timeout", str(TIMEOUT), "--jobs", "4"]
     env = {k: v for k, v in os.environ.items() if k not in ("IPYTHONDIR", "GPUKIT_PROFILE")}
+    env |= BARE
     done = subprocess.run(command, cwd=site, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 1, done.stdout + done.stderr  # pages failed
     result = json.loads((out / "report.json").read_text(encoding="utf-8"))
@@ -223,8 +224,7 @@ def test_on_one_gpu_the_tests_are_required_and_two_gpu_tests_left_out(tmp_path):
     tests.mkdir()
     shutil.copy(ROOT / "tests" / "conftest.py", tests)
     (tests / "test_planted.py").write_text(TESTS, encoding="utf-8")
-    paths = [str(ROOT / "src"), str(SCRIPT.parent), os.environ.get("PYTHONPATH", "")]
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, paths))}
+    env = os.environ | BARE
     report = gpu_check.run_tests(tests, env=env, gpus=1, timeout=120, out=out)
     results = {r["test"].split("::")[-1]: r for r in report["results"]}
     assert report["required"] is True
@@ -247,9 +247,12 @@ def test_pages_that_cannot_start_within_the_budget_are_not_run(tmp_path):
     for name in ("hangs", "works"):
         (docs / f"{name}.md").write_text(PAGES[name], encoding="utf-8")
     budget = 90  # the first page gets budget - GRACE - 15 s, less the check's start
-    command = [sys.executable, str(SCRIPT), "run", "--docs", str(docs), "--out", str(out)]
+    command = [*CHECK, "run", "--docs", str(docs), "--out", str(out)]
     command += ["--no-tests", "--jobs", "1", "--budget", str(budget), "--page-timeout", "300"]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    env = os.environ | BARE
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     hung, works = report["pages"]

@@ -27,9 +27,10 @@ def run_pytest(folder: Path, require_gpus: str | None) -> subprocess.CompletedPr
     (folder / "conftest.py").write_text(CONFTEST.read_text(encoding="utf-8"), encoding="utf-8")
     (folder / "test_many_gpus.py").write_text(NEEDS_MANY_GPUS, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "GPUKIT_REQUIRE_GPUS"}
-    # The copy finds conf/kernel_env.py, where the variable and the default are named, here.
+    # The copy imports gpukit_site.kernel_env, where the variable and the default are named, from
+    # src/ (as the GPU check's bare Python does).
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(CONFTEST.parents[1] / "conf"), env.get("PYTHONPATH", "")]
+        [str(CONFTEST.parents[1] / "src"), env.get("PYTHONPATH", "")]
     )
     if require_gpus is not None:
         env["GPUKIT_REQUIRE_GPUS"] = require_gpus

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from languages import CHINESE_CHARACTER, CHINESE_CHARACTERS_PER_WORD
 
-from front_matter import split_front_matter
+from gpukit_site.ext.front_matter import split_front_matter
+from gpukit_site.languages import CHINESE_CHARACTER, CHINESE_CHARACTERS_PER_WORD
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 LIMIT = 450  # "no stretch of more than ~400 words"

@@ -1,4 +1,4 @@
-"""Language parity (conf/parity.py, ``nox -s parity``): the two languages are one site.
+"""Language parity (gpukit_site.parity, ``nox -s parity``): the two languages are one site.
 
 The command runs on the real docs/ tree and on fixture trees: ``tests/fixtures/parity`` (a page
 with every kind of code cell, label and reference the command compares, plus prose and
@@ -13,19 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from languages import LANGUAGES
 from sphinx_site import FIXTURES, ROOT
 
-sys.path.insert(0, str(ROOT / "conf"))
-
-import parity
-
-SCRIPT = ROOT / "conf" / "parity.py"
+from gpukit_site import parity
+from gpukit_site.languages import LANGUAGES
 
 
 def run_parity(*args: str | Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)],
+        [sys.executable, "-m", "gpukit_site.parity", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -86,7 +82,7 @@ def test_fixture_page_is_read_completely() -> None:
 
 
 def test_the_learning_paths_pages_are_toctree_entries(tmp_path: Path) -> None:
-    # The index's {learning-path} writes the book's toctree (conf/_ext/learning_path.py).
+    # The index's {learning-path} writes the book's toctree (gpukit_site.ext.learning_path).
     index = tmp_path / "index.md"
     path = ":::{learning-path} The book\n# Part one\npage\n\n# Part two\nother\n:::\n"
     index.write_text(f"# Index\n\n{path}", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The machine and the workloads in the build's language (conf/_ext/provenance.py, about.py),
+"""The machine and the workloads in the build's language (gpukit_site.ext.provenance, about.py),
 with the Chinese catalog the site ships (conf/locales), from gpukit's data and phrases."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Recorded runs (conf/recordings.py, conf/_ext/recorded.py): a run of this CPU with its kernels
-lowered stands in for another machine. It is written by the GPU check, imported, shown under
-its cells in both languages, hidden under a changed cell, quoted by the {recorded} role inside
+"""Recorded runs (gpukit_site.recordings, gpukit_site.ext.recorded): a run of this CPU with its
+kernels lowered stands in for another machine. It is written by the GPU check, imported, shown
+under its cells in both languages, hidden under a changed cell, quoted by the {recorded} role inside
 its machine's case, and refused when malformed, from unknown pages or over the budget."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import recordings
-from sphinx_site import ROOT, copy_fixture_site, sphinx_build
+from sphinx_site import copy_fixture_site, sphinx_build
+
+from gpukit_site import recordings
 
 # DESIGN.md: the variables that make this CPU imitate an older one.
 LOWERED = {
@@ -82,7 +83,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict:
     site = copy_fixture_site(tmp / "src")
     write_page(site)
     out = tmp / "check"
-    command = [sys.executable, str(ROOT / "conf" / "gpu_check.py"), "run", "--no-tests"]
+    command = [sys.executable, "-m", "gpukit_site.gpu_check", "run", "--no-tests"]
     command += ["--docs", str(site / "en"), "--pages", "recorded", "--out", str(out)]
     command += ["--jobs", "1", "--budget", "240"]
     done = subprocess.run(

@@ -38,8 +38,8 @@ from sphinx_site import (
     sphinx_command,
 )
 
-import execution
-from execution import repair_cache
+from gpukit_site.ext import execution
+from gpukit_site.ext.execution import repair_cache
 
 LANG = "en"
 PAGES = ("outputs", "plain")  # the executed pages of tests/fixtures/reliability
@@ -205,7 +205,9 @@ def test_conf_fails_loudly_and_bounds_every_cell(monkeypatch, profile: str) -> N
     assert not conf.get("nb_execution_allow_errors", False)
     assert isinstance(conf["nb_execution_timeout"], int)
     assert 0 < conf["nb_execution_timeout"] <= 3600
-    assert "execution" in conf["extensions"]  # the cache repair and the raises-exception check
+    assert (
+        "gpukit_site.ext.execution" in conf["extensions"]
+    )  # the cache repair and the raises-exception check
 
 
 # -- 3. The cache key follows gpukit; prose changes execute nothing -------------------------------
@@ -214,7 +216,8 @@ def key_root(tmp_path: Path) -> Path:
     """A copy of what the cache key hashes, plus some prose that it must not hash."""
     for tree in ("src/gpukit", "conf/ipython"):
         shutil.copytree(ROOT / tree, tmp_path / tree, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "conf" / "kernel_env.py", tmp_path / "conf")
+    (tmp_path / "src" / "gpukit_site").mkdir()
+    shutil.copy(ROOT / "src" / "gpukit_site" / "kernel_env.py", tmp_path / "src" / "gpukit_site")
     (tmp_path / "docs" / "en").mkdir(parents=True)
     (tmp_path / "docs" / "en" / "page.md").write_text("# Prose\n", encoding="utf-8")
     (tmp_path / "README.md").write_text("# Read me\n", encoding="utf-8")
@@ -253,7 +256,7 @@ def test_cache_key_changes_with_new_renamed_and_profile_files(key_root: Path) ->
     assert execution.cache_key(key_root, "quick") != key
     startup.write_text(original, encoding="utf-8")
     # So does the kernel's environment (say, a log level that quiets an output).
-    kernel_env = key_root / "conf" / "kernel_env.py"
+    kernel_env = key_root / "src" / "gpukit_site" / "kernel_env.py"
     kernel_env.write_text(
         kernel_env.read_text(encoding="utf-8").replace('"6"', '"5"'), encoding="utf-8"
     )

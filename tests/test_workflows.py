@@ -28,8 +28,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from languages import LANGUAGES
 from sphinx_site import load_conf
+
+from gpukit_site.languages import LANGUAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 GITHUB = ROOT / ".github"
@@ -301,7 +302,7 @@ def test_the_gpu_build_runs_the_full_profile_with_the_gpu_guard() -> None:
     assert runs_on(build) == GPU_RUNNER
     # What the docs session makes of the step's arguments (noxfile.split_profile).
     pytest.importorskip("nox", reason="noxfile.py imports nox")
-    from kernel_env import PROFILE_VAR, REQUIRE_GPUS_VAR
+    from gpukit_site.kernel_env import PROFILE_VAR, REQUIRE_GPUS_VAR
 
     spec = importlib.util.spec_from_file_location("noxfile", ROOT / "noxfile.py")
     noxfile = importlib.util.module_from_spec(spec)
@@ -361,7 +362,7 @@ def test_the_gpu_runner_runs_the_tests_that_need_a_gpu_before_building() -> None
     assert test < build, "a GPU bug in gpukit should stop the deployment before the long build"
     assert {"tests/gpukit", "--doctest-modules", "src"} <= set(args)
     # There a missing GPU fails the tests instead of skipping them (tests/conftest.py).
-    from kernel_env import REQUIRE_GPUS_VAR
+    from gpukit_site.kernel_env import REQUIRE_GPUS_VAR
 
     assert steps[test]["env"][REQUIRE_GPUS_VAR] == "1"
 
@@ -522,16 +523,16 @@ def test_pull_request_ci_runs_what_ci_runs() -> None:
 
 
 def test_the_gpu_workflow_names_its_cache_entry_after_the_builds_cache_folder() -> None:
-    """One computation of the execution cache's key: conf/_ext/execution.py, which names the
+    """One computation of the execution cache's key: gpukit_site.ext.execution, which names the
     folder the build uses, is what the workflow asks (no copy of the hash in YAML)."""
-    import execution
+    from gpukit_site.ext import execution
 
     job = load(GITHUB / "workflows" / "gpu-site.yml")["jobs"]["build"]
     script = named_step(job, "Name the execution cache")["run"]
-    assert '"$(.nox/docs/bin/python conf/_ext/execution.py full)"' in script
+    assert '"$(.nox/docs/bin/python -m gpukit_site.ext.execution full)"' in script
     assert "hashFiles('src" not in str(named_step(job, "Name the execution cache").get("env"))
     printed = subprocess.run(
-        [sys.executable, str(ROOT / "conf" / "_ext" / "execution.py"), "full"],
+        [sys.executable, "-m", "gpukit_site.ext.execution", "full"],
         capture_output=True,
         text=True,
         check=True,

@@ -1,4 +1,4 @@
-"""conf/zh_style.py (run by ``nox -s lint``): one typography and one set of terms in Chinese."""
+"""gpukit_site.zh_style (run by ``nox -s lint``): one typography and one set of terms in Chinese."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-import zh_style
+
+from gpukit_site import zh_style
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -1,7 +1,7 @@
 """The facts that gpukit, the site's build, its tests and the GPU check share, named once.
 
 Standard library only, and nothing from the rest of gpukit: the tools that run without torch
-(``conf/kernel_env.py``, for nox, the tests' conftest and the GPU check) load this file by its
+(``gpukit_site.kernel_env``, for nox, the tests' conftest and the GPU check) load this file by its
 path, so that no name here is spelled twice.
 """
 

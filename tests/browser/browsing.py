@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from languages import LANGUAGES as SITE_LANGUAGES
+from gpukit_site.languages import LANGUAGES as SITE_LANGUAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("GPUKIT_SITE", ROOT / "docs" / "_build" / "html")).resolve()

@@ -105,7 +105,7 @@ def test_theme_toggle_switches_to_dark_and_back(desktop, site, lang: str) -> Non
 def test_figures_and_plots_are_readable_in_dark_mode(desktop, site, name: str) -> None:
     desktop.goto(site.url(name), wait_until="load")
     set_theme(desktop, "dark")
-    # Other machines' recorded figures (conf/_ext/recorded.py), collapsed: opened to be seen.
+    # Other machines' recorded figures (gpukit_site.ext.recorded), collapsed: opened to be seen.
     desktop.evaluate("document.querySelectorAll('details.recorded').forEach(d => d.open = true)")
     images = desktop.locator("article img")
     assert images.count() > 0

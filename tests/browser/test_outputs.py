@@ -1,7 +1,7 @@
 """What the executed cells show a reader: no trace of the build machine's folders or logs.
 
 The IPython profile (conf/ipython) shortens tracebacks, the kernel's environment
-(conf/kernel_env.py) quiets torch.profiler's C++ log, and gpukit prints no paths, so an output
+(gpukit_site.kernel_env) quiets torch.profiler's C++ log, and gpukit prints no paths, so an output
 naming the builder's home, virtual environment or site-packages, or a log line with its pid, is
 a leak. Checked on the built site, as the browser renders it, for every page with outputs.
 """

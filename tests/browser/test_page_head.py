@@ -12,8 +12,9 @@ import re
 
 import pytest
 from browsing import ALL_PAGES, LANGUAGES
-from languages import CHINESE_CHARACTER
-from languages import LANGUAGES as SITE_LANGUAGES
+
+from gpukit_site.languages import CHINESE_CHARACTER
+from gpukit_site.languages import LANGUAGES as SITE_LANGUAGES
 
 HREFLANGS = {lang.hreflang: code for code, lang in SITE_LANGUAGES.items()}
 # Where the hosted site lives: every hreflang alternate points there.

@@ -1,4 +1,4 @@
-"""Recorded runs of other machines (conf/_ext/recorded.py) in a real browser: under a cell, a
+"""Recorded runs of other machines (gpukit_site.ext.recorded) in a real browser: under a cell, a
 closed block labelled with the machine, which opens on a click, without any script, and shows
 that machine's output; About lists the recordings. The site needs one recording at least
 (docs/recordings holds one, committed)."""

@@ -1,7 +1,7 @@
 """The environment of the kernels that execute the pages, in one place.
 
 Both the site's build (conf.py, whose kernels inherit its environment) and the GPU check
-(conf/gpu_check.py, which starts kernels of its own) take it from here, so a page executes
+(gpukit_site.gpu_check, which starts kernels of its own) take it from here, so a page executes
 alike in both. Only the standard library is used: the GPU check reads it before installing
 anything. The names of the project's environment variables come from gpukit's ``_env``, read
 by its path without importing gpukit (and so torch): nox, the tests' conftest and the GPU check
@@ -15,9 +15,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-CONF_DIR = Path(__file__).resolve().parent
+# The repository's conf/ (the kernels' IPython profile), and gpukit beside this package in src/.
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 _spec = importlib.util.spec_from_file_location(
-    "_gpukit_env", CONF_DIR.parent / "src/gpukit/_env.py"
+    "_gpukit_env", Path(__file__).resolve().parents[1] / "gpukit/_env.py"
 )
 _gpukit_env = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_gpukit_env)

@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 TAG = "raises-exception"
 # Everything, besides a page's own code, that decides what its cells print: the helpers, the
 # kernel's IPython profile and the kernel's environment.
-HASHED_TREES = ("src/gpukit", "conf/ipython", "conf/kernel_env.py")
+HASHED_TREES = ("src/gpukit", "conf/ipython", "src/gpukit_site/kernel_env.py")
 
 
 def tree_hash(root: Path, trees: tuple[str, ...] = HASHED_TREES) -> str:
@@ -187,8 +187,8 @@ def setup(app):
 
 if __name__ == "__main__":
     # The GPU workflow names its Actions cache entry after the folder (.github/workflows):
-    # ``python conf/_ext/execution.py full`` prints the folder's name for this machine.
+    # ``python -m gpukit_site.ext.execution full`` prints the folder's name for this machine.
     import sys
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     print(cache_key(root, sys.argv[1] if len(sys.argv) > 1 else gpukit.current_profile().name))

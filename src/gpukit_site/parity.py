@@ -25,9 +25,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
-from languages import CHINESE_CHARACTER, LANGUAGES, MYST_EXTENSIONS, SOURCE, TRANSLATION
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+from gpukit_site.languages import CHINESE_CHARACTER, LANGUAGES, MYST_EXTENSIONS, SOURCE, TRANSLATION
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 KEY = "translation_of"
 # Front matter that may differ between the languages (and source_map, myst-nb's line numbers);
 # every other key decides how the page runs or where it sits, and must be the same.

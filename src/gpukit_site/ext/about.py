@@ -17,8 +17,8 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
 import gpukit
-from list_table import list_table
-from provenance import PROFILE_NAMES, profile_in_language
+from gpukit_site.ext.list_table import list_table
+from gpukit_site.ext.provenance import PROFILE_NAMES, profile_in_language
 
 # The words of myst-nb's execution table (headers, methods, status) and what we write instead.
 HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")

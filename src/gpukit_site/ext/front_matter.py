@@ -3,7 +3,7 @@
 The GPU guard and its notice, the learning path and the tests read it here; parity
 takes it from the notebook that myst-nb parses from the same block. The keys of this project:
 ``gpus`` (how many GPUs the page's full run wants), ``summary`` (what the page teaches, in the
-page's language) and, on a translation, ``translation_of`` (conf/parity.py).
+page's language) and, on a translation, ``translation_of`` (gpukit_site.parity).
 """
 
 import re

@@ -13,11 +13,11 @@ An output is ``{"text": ...}`` (a stream or a plain-text result), ``{"svg": ...}
 the SVG the page made), ``{"error": ...}`` (the error as the page shows it), ``{"glue": name,
 "text": ...}`` (a value the page glued, for the ``{recorded}`` role) or ``{"dropped": why}``.
 
-Writers: ``conf/gpu_check.py run`` (into its ``--out`` folder), ``nox -s docs -- --record``
-and ``python3 conf/recordings.py write OUT`` (from the last docs build's execution cache).
-``nox -s record -- PATH`` (``python3 conf/recordings.py import PATH``) imports one into
+Writers: the GPU check's ``run`` (into its ``--out`` folder), ``nox -s docs -- --record``
+and ``python -m gpukit_site.recordings write OUT`` (from the last docs build's execution cache).
+``nox -s record -- PATH`` (``python -m gpukit_site.recordings import PATH``) imports one into
 ``docs/recordings/<kind>/recording.json``, replacing the previous one of that kind of machine;
-``conf/_ext/recorded.py`` shows them on the site.
+``gpukit_site.ext.recorded`` shows them on the site.
 
 Importing needs only the standard library; collecting the provenance needs torch, and writing
 from a docs build myst-nb and jupyter-cache (the docs environment).
@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FORMAT = "gpukit-recording/1"
 FILE = "recording.json"
 FOLDER = ROOT / "docs" / "recordings"  # one folder per kind of machine
@@ -351,7 +351,9 @@ def import_recording(path: Path, docs: Path = ROOT / "docs" / "en", folder: Path
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="recordings.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="gpukit_site.recordings", description=__doc__.split("\n")[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     imp = commands.add_parser("import", help="import a recording into docs/recordings")
     imp.add_argument("path", type=Path, help="recording.json, a folder or a .zip holding one")
@@ -366,9 +368,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps(collect_provenance(args.profile)))
         return 0
     if args.command == "write":  # in the docs' environment: torch, gpukit, myst-nb
-        sys.path[:0] = [str(ROOT / "conf" / "_ext"), str(ROOT / "src")]
         import gpukit
-        from execution import cache_key
+        from gpukit_site.ext.execution import cache_key
 
         profile = gpukit.current_profile().name  # GPUKIT_PROFILE, as the build read it
         cache = args.cache or ROOT / "docs/_build/.jupyter_cache" / cache_key(ROOT, profile)

@@ -1,4 +1,4 @@
-"""Show other machines' recorded runs beside this build's outputs (conf/recordings.py).
+"""Show other machines' recorded runs beside this build's outputs (gpukit_site.recordings).
 
 Under each executed cell, the output each recording in ``docs/recordings/<kind>/`` holds for
 it, collapsed in a ``<details>`` (no script) and labelled with its machine, e.g. "1 x NVIDIA
@@ -8,7 +8,7 @@ change. ``{recordings}`` lists them (the About page).
 
 ``{recorded}`kind:page:name``` (optionally ``:format``, as ``{glue:text}``) quotes a value the
 page glued on that machine, followed by the machine's name. It belongs in that machine's
-``{case}`` (conf/_ext/machine_cases.py): anywhere else, or from a cell changed since the
+``{case}`` (gpukit_site.ext.machine_cases): anywhere else, or from a cell changed since the
 recording, it is a build warning (an error under -W).
 
 The recordings are read once per build. A changed recording rewrites every page (a config
@@ -22,13 +22,13 @@ from pathlib import Path
 
 from docutils import nodes
 from myst_nb.core.variables import format_plain_text
-from recordings import FILE, cell_hash, load  # conf/recordings.py: the format, its writers
 from sphinx.locale import _
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from machine_cases import CASES, details
-from provenance import profile_in_language
+from gpukit_site.ext.machine_cases import CASES, details
+from gpukit_site.ext.provenance import profile_in_language
+from gpukit_site.recordings import FILE, cell_hash, load  # the format, its writers
 
 logger = logging.getLogger(__name__)
 RECORDINGS: dict[str, dict] = {}  # kind of machine -> its recording, read once per build

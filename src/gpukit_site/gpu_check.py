@@ -7,20 +7,21 @@ not the half hour of a full GPU build. It
    ``GPUKIT_REQUIRE_GPUS=1``, so that none can pass by skipping; tests that want more GPUs
    than the machine has are left out, and the report names them;
 2. executes every page's notebook (``docs/en``) with the quick profile, in the kernel
-   environment of the real build (conf/kernel_env.py), each page under its own timeout, a few
+   environment of the real build (gpukit_site.kernel_env), each page under its own timeout, a few
    pages at a time, carrying on past a failing page;
 3. writes ``report.json`` and ``report.txt``: per page ok / failed / timed out / not run, its
    seconds, the failing cell with its traceback; per test its result; the GPU, torch, Python;
    and ``recording.json``, every cell's outputs with the machine's provenance
-   (conf/recordings.py), which ``nox -s record -- DIR`` imports for the site to show.
+   (gpukit_site.recordings), which ``nox -s record -- DIR`` imports for the site to show.
 
 On a machine without a GPU it does the same (the CUDA tests are then reported as skipped, and
 the pages run their CPU path), so CI tests the check itself.
 
-Usage (from the repository's root; MAINTAINERS.md says more)::
+Usage (from the repository's root, with src/ on the path: nothing needs to be installed;
+MAINTAINERS.md says more)::
 
-    python3 conf/gpu_check.py prepare   # with a network: the offline folder (.gpu-check/offline)
-    python3 conf/gpu_check.py run       # anywhere: installs from that folder, then checks
+    nox -s gpu-check -- prepare        # with a network: the offline folder (.gpu-check/offline)
+    PYTHONPATH=src python3 -m gpukit_site.gpu_check run   # anywhere: installs from it, checks
 
 ``run`` uses the Python that runs it and its torch (never installing torch). What the check
 needs besides (ipykernel, nbclient, jupytext, pytest: the ``gpu-check`` dependency group) is
@@ -52,17 +53,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-CONF_DIR = Path(__file__).resolve().parent
-ROOT = CONF_DIR.parent
-sys.path.insert(0, str(CONF_DIR))
-import recordings  # noqa: E402
-from kernel_env import (  # noqa: E402
+from gpukit_site import recordings
+from gpukit_site.kernel_env import (
     DATA_VAR,
     DEFAULT_TEST_GPUS,
     FASHION_MNIST_FILES,
     REQUIRE_GPUS_VAR,
     kernel_environment,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"  # gpukit and this package: on the PYTHONPATH of every process the check starts
+MODULE = "gpukit_site.gpu_check"
 
 WORK = ROOT / ".gpu-check"  # ignored by git; the device tool can still carry it
 OFFLINE = WORK / "offline"
@@ -164,7 +166,6 @@ def download_wheels(folder: Path, pythons: Iterable[str], packages: list[str]) -
 
 def prepare(folder: Path, pythons: Iterable[str]) -> dict:
     """Fill ``folder`` (emptied first) with the wheels and the data subset; check its size."""
-    sys.path.insert(0, str(ROOT / "src"))
     from gpukit.data import find_fashion_mnist  # the real files, downloaded if need be
 
     shutil.rmtree(folder, ignore_errors=True)
@@ -235,7 +236,7 @@ def install(offline: Path, venv: Path) -> dict:
     print(f"installing {', '.join(missing_modules())} from {wheels} ...", flush=True)
     pips = sorted(wheels.glob("pip-*.whl"))
     if not pips:
-        raise SystemExit(f"no pip wheel in {wheels}: run `python3 conf/gpu_check.py prepare`")
+        raise SystemExit(f"no pip wheel in {wheels}: run `nox -s gpu-check -- prepare`")
     subprocess.run(
         [sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True
     )
@@ -281,7 +282,7 @@ try:
     facts["gpus"] = [torch.cuda.get_device_name(i) for i in range(facts["gpu_count"])]
     import gpukit
     facts["machine"] = gpukit.describe_machine()
-    import recordings  # conf/: what a recording says of the machine, read here to import once
+    from gpukit_site import recordings  # what a recording says of the machine
     facts["provenance"] = recordings.collect_provenance(sys.argv[1])  # the profile
     try:
         facts["data"] = str(gpukit.find_fashion_mnist(download=False))
@@ -388,7 +389,7 @@ def run_tests(tests: Path, *, env: dict[str, str], gpus: int, timeout: float, ou
         # machine has are left out (pytest_collection_modifyitems) and named in the report.
         env |= {REQUIRE_GPUS_VAR: "1", "GPU_CHECK_GPUS": str(gpus)}
         env["GPU_CHECK_LEFT_OUT"] = str(left_out_file)
-    command = [sys.executable, "-m", "pytest", str(tests), "-m", "gpus", "-p", "gpu_check"]
+    command = [sys.executable, "-m", "pytest", str(tests), "-m", "gpus", "-p", MODULE]
     # A module that cannot be imported is an error in the report, not the end of the others.
     command += ["-p", "no:cacheprovider", "-q", f"--junitxml={junit}"]
     command += ["--continue-on-collection-errors"]
@@ -541,7 +542,7 @@ def execute_page(
             if not isinstance(err, DeadKernelError):
                 result["full_traceback"] = full_traceback(client, nbformat)
     if result["status"] == OK:
-        for index in code_cells:  # conf/_ext/execution.py's rule
+        for index in code_cells:  # gpukit_site.ext.execution's rule
             cell = nb.cells[index]
             if "raises-exception" in cell.metadata.get("tags", []) and not error_text(cell)[0]:
                 result |= where(index)
@@ -612,7 +613,7 @@ class Pages:
         result = cwd / "result.json"
         progress = cwd / "progress.json"
         log = self.out / "logs" / f"{page.stem}.log"
-        command = [sys.executable, __file__, "_page", str(page), "--timeout", str(timeout)]
+        command = [sys.executable, "-m", MODULE, "_page", str(page), "--timeout", str(timeout)]
         command += ["--result", str(result), "--progress", str(progress)]
         command += ["--record", str(self.workdir / "recorded" / f"{page.stem}.json")]
         with open(log, "wb") as f:
@@ -777,9 +778,7 @@ def check(args: argparse.Namespace) -> int:
     (out / "logs").mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     env = os.environ | kernel_environment(PROFILE)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "src"), str(CONF_DIR), *filter(None, [env.get("PYTHONPATH")])]
-    )
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), *filter(None, [env.get("PYTHONPATH")])])
     # The pages' kernel is this Python, whichever "python3" kernel Jupyter knows elsewhere.
     spec = workdir / "jupyter" / "kernels" / KERNEL
     spec.mkdir(parents=True)
@@ -857,7 +856,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if not (args.offline / "wheels").is_dir():
         raise SystemExit(
             f"this Python lacks {', '.join(missing_modules())} and {args.offline} holds no "
-            "wheels: run `python3 conf/gpu_check.py prepare` on a machine with a network"
+            "wheels: run `nox -s gpu-check -- prepare` on a machine with a network"
         )
     installed = install(args.offline, args.venv)
     if installed["status"] == FAILED:
@@ -866,15 +865,14 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     env = os.environ | {
         "GPU_CHECK_INSTALL": json.dumps(installed),
         "GPU_CHECK_ELAPSED": str(time.monotonic() - started),
+        "PYTHONPATH": os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
-    python = installed["python"]
-    return subprocess.run(
-        [python, __file__, *argv, "--no-install"], env=env, check=False
-    ).returncode
+    command = [installed["python"], "-m", MODULE, *argv, "--no-install"]
+    return subprocess.run(command, env=env, check=False).returncode
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="gpu_check.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog=MODULE, description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     prep = commands.add_parser("prepare", help="the offline folder (needs a network)")
     prep.add_argument("--dir", type=Path, default=OFFLINE, help="default: %(default)s")

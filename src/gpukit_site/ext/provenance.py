@@ -2,7 +2,7 @@
 
 The facts are gathered once per build (the same machine executes every page: the execution
 cache is keyed by hardware and profile) and shown in a line at the top of every page; the
-About page (conf/_ext/about.py) shows them in full.
+About page (gpukit_site.ext.about) shows them in full.
 
 gpukit speaks English (its phrases are page outputs, shared by both languages). The site says
 the machine (``gpukit.machine_info()``, data) in the build's language through the catalog

@@ -4,7 +4,7 @@ The budgets hold for the quick profile on the reference machine: 2 CPU cores wit
 A machine with AVX-512 imitates one with ::
 
     ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 nox -s docs
-    .nox/docs/bin/python conf/budgets.py    # reads docs/_build/.jupyter_cache/<quick key>
+    .nox/docs/bin/python -m gpukit_site.budgets    # reads docs/_build/.jupyter_cache/<quick key>
 
 (``ATEN_CPU_CAPABILITY`` alone leaves oneDNN's convolutions on AVX-512.) It prints every
 page's time against its budget, and the total, and exits with status 1 if a page is over. The
@@ -21,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-CACHES = Path(__file__).resolve().parents[1] / "docs/_build/.jupyter_cache"
+CACHES = Path(__file__).resolve().parents[2] / "docs/_build/.jupyter_cache"
 PAGE_SECONDS = 60
 # The training pages of the multi-GPU part train one network several times over.
 TRAINING_PAGE_SECONDS = {"multiple-gpus": 90, "multiple-gpus-concise": 90}
@@ -46,7 +46,7 @@ def execution_times(cache: Path) -> dict[str, float]:
 
 def quick_cache() -> Path | None:
     """The latest execution cache of the quick profile (its folder's name says the profile:
-    conf/_ext/execution.py), or None."""
+    gpukit_site.ext.execution), or None."""
     found = sorted(CACHES.glob("*-quick-*"), key=lambda folder: folder.stat().st_mtime)
     return found[-1] if found else None
 
@@ -64,7 +64,7 @@ def report(times: dict[str, float]) -> tuple[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="budgets.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="gpukit_site.budgets", description=__doc__.split("\n")[0])
     parser.add_argument(
         "cache",
         nargs="?",

@@ -1,6 +1,6 @@
 """Check that the Chinese pages and figures follow one typography and one set of terms.
 
-Run by ``nox -s lint`` (``python conf/zh_style.py``; ``--fix`` repairs the spacing). It reads
+Run by ``nox -s lint`` (``python -m gpukit_site.zh_style``; ``--fix`` repairs the spacing). It reads
 the prose of ``docs/zh/*.md`` (not code cells, code, math or link targets) and the text of every
 figure in ``docs/img`` that holds Chinese, and reports, with file and line: a missing space
 between a Chinese character and a Latin letter, a digit, inline code, a role or math (「在 GPU
@@ -17,9 +17,9 @@ import re
 import sys
 from pathlib import Path
 
-from languages import CHINESE_CHARACTER as CJK
+from gpukit_site.languages import CHINESE_CHARACTER as CJK
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 LATIN = r"[A-Za-z0-9]"
 FULL_WIDTH = r"[\u3000-\u303f\uff00-\uffef“”‘’…—]"

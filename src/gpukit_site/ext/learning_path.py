@@ -28,12 +28,12 @@ import re
 from pathlib import Path
 
 from docutils import nodes
-from languages import CHINESE_CHARACTER, CHINESE_CHARACTERS_PER_WORD
 from sphinx.locale import _
 from sphinx.util.docutils import SphinxDirective
 
-from front_matter import read_front_matter
-from list_table import list_table
+from gpukit_site.ext.front_matter import read_front_matter
+from gpukit_site.ext.list_table import list_table
+from gpukit_site.languages import CHINESE_CHARACTER, CHINESE_CHARACTERS_PER_WORD
 
 WORDS_PER_MINUTE = 200  # English prose and code; Chinese text counted in words of English
 CJK = re.compile(CHINESE_CHARACTER)

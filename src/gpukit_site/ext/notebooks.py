@@ -38,8 +38,8 @@ from sphinx.locale import _ as translated
 from sphinx.locale import admonitionlabels
 from sphinx.util import logging
 
-from cjk_linebreaks import join_cjk_markdown
-from machine_cases import this_machine
+from gpukit_site.ext.cjk_linebreaks import join_cjk_markdown
+from gpukit_site.ext.machine_cases import this_machine
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The site's Sphinx extensions, listed in ``conf/conf.py``'s ``extensions``."""
