@@ -433,21 +433,17 @@ def kill_group(process: subprocess.Popen) -> None:
 
 
 # -- One page (a worker process per page) ---------------------------------------------------
-def front_matter(text: str) -> dict:
-    import yaml  # jupytext's dependency: there once the check's packages are
+def front_matter(page: Path) -> dict:
+    # Imported here: PyYAML (jupytext's dependency) is there once the check's packages are.
+    from gpukit_site.ext.front_matter import split_front_matter
 
-    found = re.match(r"---\n(.*?)\n---", text, re.DOTALL)
-    return (yaml.safe_load(found[1]) if found else None) or {}
+    return split_front_matter(page.read_text(encoding="utf-8"))[0]
 
 
 def executed_pages(docs: Path) -> list[Path]:
     """The pages that are executed notebooks (``file_format: mystnb``), by name."""
     pages = sorted(docs.glob("*.md"))
-    return [
-        p
-        for p in pages
-        if front_matter(p.read_text(encoding="utf-8")).get("file_format") == "mystnb"
-    ]
+    return [p for p in pages if front_matter(p).get("file_format") == "mystnb"]
 
 
 def error_text(cell) -> tuple[str, str]:
@@ -655,7 +651,7 @@ class Pages:
         print(f"  {entry['status']:9} {run.page.stem} ({entry['seconds']} s)", flush=True)
 
     def describe(self, page: Path) -> dict:
-        wanted = front_matter(page.read_text(encoding="utf-8")).get("gpus", 0)
+        wanted = front_matter(page).get("gpus", 0)
         entry = {"page": page.stem, "gpus_wanted": wanted}
         if wanted > self.gpus:
             on = f"on {self.gpus} GPU(s)" if self.gpus else "on the CPU"

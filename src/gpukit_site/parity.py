@@ -26,12 +26,13 @@ from types import SimpleNamespace
 
 import yaml
 
+from gpukit_site.ext.front_matter import split_front_matter
 from gpukit_site.languages import CHINESE_CHARACTER, LANGUAGES, MYST_EXTENSIONS, SOURCE, TRANSLATION
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 KEY = "translation_of"
-# Front matter that may differ between the languages (and source_map, myst-nb's line numbers);
-# every other key decides how the page runs or where it sits, and must be the same.
+# Front matter that may differ between the languages; every other key decides how the page runs
+# or where it sits, and must be the same.
 TRANSLATED = {
     KEY,
     "summary",
@@ -40,7 +41,6 @@ TRANSLATED = {
     "html_meta",
     "author",
     "authors",
-    "source_map",
 }
 # Directives whose content is not MyST: no labels or references are looked for inside.
 LITERAL = {"code-cell", "code-block", "code", "sourcecode", "math", "raw", "toctree", "eval-rst"}
@@ -94,17 +94,18 @@ def read_page(path: Path) -> SimpleNamespace:
     text = path.read_text(encoding="utf-8")
     try:
         notebook = read_myst_markdown_notebook(text, config, add_source_map=True)
+        front_matter, _ = split_front_matter(text)  # the notebook's metadata, source_map aside
     except (MystMetadataParsingError, yaml.YAMLError) as err:
         raise SystemExit(f"{path}: {err}") from None
     cells = zip(notebook.metadata.source_map, notebook.cells, strict=True)
     code = [(line, cell) for line, cell in cells if cell.cell_type == "code"]
-    kept = {k: v for k, v in notebook.metadata.items() if k not in TRANSLATED}
+    kept = {k: v for k, v in front_matter.items() if k not in TRANSLATED}
     page = SimpleNamespace(cells=code, front_matter=kept, labels=set(), references=set())
     page.toctree = []
     page.glossary = []  # the glossary's entries, in order, each as its terms
-    page.recorded = notebook.metadata.get(KEY)  # the translation's record
+    page.recorded = front_matter.get(KEY)  # the translation's record
     # Translated keys each page must have in both languages or in neither.
-    page.translated_keys = set(notebook.metadata) & TRANSLATED - {KEY, "source_map"}
+    page.translated_keys = set(front_matter) & TRANSLATED - {KEY}
     parser = create_md_parser(config, RendererHTML)
 
     def scan(text: str) -> None:

@@ -1,7 +1,7 @@
 """A page's front matter, the YAML block between two ``---`` lines at its top, read one way.
 
-The GPU guard and its notice, the learning path and the tests read it here; parity
-takes it from the notebook that myst-nb parses from the same block. The keys of this project:
+The GPU guard and its notice, the learning path, parity, the GPU check and the tests read it
+here (needing PyYAML only: the GPU check runs without Sphinx). The keys of this project:
 ``gpus`` (how many GPUs the page's full run wants), ``summary`` (what the page teaches, in the
 page's language) and, on a translation, ``translation_of`` (gpukit_site.parity).
 """
@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import yaml
-from sphinx.errors import ConfigError
 
 FRONT_MATTER = re.compile(r"\A---\n(?P<yaml>.*?\n)?---\n", re.DOTALL)
 
@@ -34,6 +33,8 @@ def read_front_matter(path: Path) -> tuple[dict, str]:
     say; ``summary`` (what the page teaches, for the learning path and the page's description
     in search results), where there is one, is a non-empty string.
     """
+    from sphinx.errors import ConfigError  # here: the GPU check reads pages without Sphinx
+
     front_matter, body = split_front_matter(path.read_text(encoding="utf-8"))
     gpus = front_matter.setdefault("gpus", 0)
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
