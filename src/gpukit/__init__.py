@@ -24,6 +24,7 @@ from gpukit.profiles import *
 from gpukit.results import *
 from gpukit.roofline import *
 from gpukit.sharding import *
+from gpukit.speculative import *
 from gpukit.timing import *
 from gpukit.training import *
 
