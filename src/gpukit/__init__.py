@@ -20,6 +20,7 @@ from gpukit.models import *
 from gpukit.multinode import *
 from gpukit.parallel import *
 from gpukit.plotting import *
+from gpukit.pretrained import *
 from gpukit.profiles import *
 from gpukit.results import *
 from gpukit.roofline import *
