@@ -20,10 +20,12 @@ from gpukit.models import *
 from gpukit.multinode import *
 from gpukit.parallel import *
 from gpukit.plotting import *
+from gpukit.pretrained import *
 from gpukit.profiles import *
 from gpukit.results import *
 from gpukit.roofline import *
 from gpukit.sharding import *
+from gpukit.speculative import *
 from gpukit.timing import *
 from gpukit.training import *
 

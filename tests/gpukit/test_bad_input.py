@@ -40,6 +40,7 @@ NOT_CALLED_BY_PAGES = {
     "MemoryUse",
     "OpPoint",
     "Profile",
+    "SpeculativeResult",
     "TrainResult",
     "Workload",
 }
@@ -357,6 +358,51 @@ CASES = [
     ("text_batch", (lambda: torch.arange(10), 2, 10), {}, ValueError, "data"),
     ("text_batch", (lambda: torch.arange(10), "2", 3), {}, TypeError, "batch_size"),
     ("gpt_flops_per_token", (tiny_net, 16), {}, TypeError, "net"),
+    # speculative
+    (
+        "accept_draft",
+        (lambda: torch.ones(2, 3), lambda: torch.ones(1, 3), [0]),
+        {},
+        TypeError,
+        "draft_tokens",
+    ),
+    (
+        "accept_draft",
+        (lambda: torch.ones(1, 3), lambda: torch.ones(1, 3), lambda: torch.tensor([0])),
+        {},
+        ValueError,
+        "draft_tokens",
+    ),
+    (
+        "extend_cache",
+        ("net", lambda: torch.zeros(1, 2, dtype=torch.long), []),
+        {},
+        TypeError,
+        "net",
+    ),
+    (
+        "extend_cache",
+        (
+            lambda: gpukit.GPT(num_hiddens=8, num_heads=2, num_blks=1, max_len=8),
+            lambda: torch.zeros(1, 9, dtype=torch.long),
+            [],
+        ),
+        {},
+        ValueError,
+        "tokens",
+    ),
+    (
+        "speculative_generate",
+        (
+            lambda: gpukit.GPT(num_hiddens=8, num_heads=2, num_blks=1, max_len=8),
+            lambda: gpukit.GPT(num_hiddens=8, num_heads=2, num_blks=1, max_len=8),
+            lambda: torch.zeros(1, 2, dtype=torch.long),
+            2,
+        ),
+        {"draft_len": 0},
+        ValueError,
+        "draft_len",
+    ),
     # sharding (the workers check their config in each rank, before joining a group)
     ("RowTransformer", (), {"d_model": 0}, ValueError, "d_model"),
     ("RowTransformer", (), {"d_model": 30, "n_heads": 4}, ValueError, "d_model"),
