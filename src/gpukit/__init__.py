@@ -8,6 +8,7 @@ import importlib
 import pkgutil
 
 from gpukit.attention import *
+from gpukit.context import *
 from gpukit.data import *
 from gpukit.devices import *
 from gpukit.fast import *
