@@ -226,6 +226,7 @@ def _ring(
     # On a CPU the process's CPU time: what this rank computed, which other programs on a busy
     # machine do not inflate (they only delay it). On a GPU the wall time, synchronized.
     clock = time.perf_counter if q.is_cuda else time.process_time
+    # [ring-step]
     for step in range(world_size):
         source = (rank - step) % world_size  # whose keys and values arrived at this step
         requests = []
@@ -258,6 +259,7 @@ def _ring(
             request.wait()
         if requests:
             block = incoming
+    # [/ring-step]
     stats.update(tiles=tiles, compute_seconds=busy)
     return (out / ell.unsqueeze(-1)).to(q.dtype)
 
@@ -339,23 +341,31 @@ def context_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) 
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     q, k, v = qkv.to(device=device, dtype=dtype).unbind(0)
     result: dict[str, Any] = {"dtype": str(dtype).removeprefix("torch.")}
-    for layout in config["layouts"]:
-        positions = sequence_layout(n_tokens, world_size, layout)[rank]
-        local = [t[:, :, positions.to(device)].contiguous() for t in (q, k, v)]
-        runs = []
-        for _ in range(check_int(config["repeats"], 'config["repeats"]') + 1):  # 1 warm-up
+    layouts = list(config["layouts"])
+    positions = {layout: sequence_layout(n_tokens, world_size, layout)[rank] for layout in layouts}
+    local = {
+        layout: [t[:, :, positions[layout].to(device)].contiguous() for t in (q, k, v)]
+        for layout in layouts
+    }
+    runs: dict[str, list[tuple[float, dict[str, Any]]]] = {layout: [] for layout in layouts}
+    outs = {}
+    # The layouts take turns, so that a busy machine slows them alike; the first round warms up.
+    for _ in range(check_int(config["repeats"], 'config["repeats"]') + 1):
+        for layout in layouts:
             stats: dict[str, Any] = {}
             dist.barrier()  # every rank starts together: the ring waits for the slowest
             start = time.perf_counter()
-            out = ring_attention(*local, layout=layout, stats=stats)
-            runs.append((time.perf_counter() - start, stats))
+            outs[layout] = ring_attention(*local[layout], layout=layout, stats=stats)
+            runs[layout].append((time.perf_counter() - start, stats))
+    for layout in layouts:
+        timed = runs[layout][1:]
         result[layout] = {
-            "positions": positions,
-            "out": out.cpu(),
-            "tiles": runs[-1][1]["tiles"],
+            "positions": positions[layout],
+            "out": outs[layout].cpu(),
+            "tiles": timed[-1][1]["tiles"],
             # the fastest of the calls: the others only add what other programs took from us
-            "compute_seconds": min(s["compute_seconds"] for _, s in runs[1:]),
-            "seconds": min(t for t, _ in runs[1:]),
+            "compute_seconds": min(s["compute_seconds"] for _, s in timed),
+            "seconds": min(t for t, _ in timed),
         }
     if config.get("torch"):
         try:
