@@ -8,8 +8,10 @@ import importlib
 import pkgutil
 
 from gpukit.attention import *
+from gpukit.context import *
 from gpukit.data import *
 from gpukit.devices import *
+from gpukit.experts import *
 from gpukit.fast import *
 from gpukit.flash import *
 from gpukit.gpt import *
