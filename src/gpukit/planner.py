@@ -237,7 +237,7 @@ def _check_layout(model: ModelSpec, cluster: Cluster, degrees: dict[str, int]) -
     for d in degrees.values():
         product *= d
     if product != cluster.gpus:
-        return f"the degrees multiply to {product}, not to the cluster's {cluster.gpus} GPUs"
+        return f"dp * fsdp * tp * pp * cp ({product}) must equal the cluster's {cluster.gpus} GPUs"
     heads = model.kv_heads or model.n_heads
     if heads % degrees["tp"]:
         return (
@@ -255,8 +255,9 @@ def _check_layout(model: ModelSpec, cluster: Cluster, degrees: dict[str, int]) -
         )
     if model.global_batch // replicas < degrees["pp"]:
         return (
-            f"{model.global_batch // replicas} microbatches per step are fewer than the "
-            f"{degrees['pp']} pipeline stages"
+            f"pp ({degrees['pp']}) must be at most the microbatches per step, global_batch / "
+            f"(dp * fsdp * micro_batch) = {model.global_batch // replicas}: a pipeline needs "
+            "a microbatch per stage"
         )
     return None
 
@@ -387,7 +388,7 @@ def evaluate_layout(
         >>> evaluate_layout(llama7b, node, tp=3)
         Traceback (most recent call last):
         ...
-        ValueError: the degrees multiply to 3, not to the cluster's 8 GPUs
+        ValueError: dp * fsdp * tp * pp * cp (3) must equal the cluster's 8 GPUs
     """
     check_type(model, "model", ModelSpec, "a ModelSpec")
     check_type(cluster, "cluster", Cluster, "a Cluster")
