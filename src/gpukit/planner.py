@@ -124,8 +124,10 @@ class Cluster:
     the GPUs of its node (NVLink) and to other nodes (its network port); ``peak_flops`` is
     one GPU's dense bf16 peak, used only to rank the layouts.
 
-    Example (8 H100 SXM per node; NVIDIA's data sheet: 80 GB, NVLink 900 GB/s counting both
-    directions, 989.5 TFLOP/s bf16 dense; one 400 Gb/s InfiniBand port per GPU):
+    Eight nodes of 8 H100 SXM: NVIDIA's data sheet gives 80 GB, NVLink 900 GB/s counting both
+    directions, 989.5 TFLOP/s bf16 dense; each GPU has a 400 Gb/s InfiniBand port.
+
+    Example:
         >>> h100 = Cluster(gpus_per_node=8, nodes=8, memory=80e9, intra_bandwidth=450e9,
         ...                inter_bandwidth=50e9, peak_flops=989.5e12)
         >>> h100.gpus
@@ -156,8 +158,11 @@ class Layout:
     """One way to split training: five degrees, and what the formulas say it costs.
 
     Attributes:
-        dp, fsdp, tp, pp, cp: the degrees of replicated and sharded data parallelism, tensor,
-            pipeline and context parallelism (their product is the number of GPUs).
+        dp: replicas (DDP), each holding the whole state of its shard.
+        fsdp: ranks sharing the state by FSDP.
+        tp: ranks splitting each layer by tensor (and sequence) parallelism.
+        pp: pipeline stages. The product of the five degrees is the number of GPUs.
+        cp: ranks splitting each sequence by context parallelism.
         checkpointing: full activation checkpointing (each layer recomputed in the backward
             pass).
         microbatches: microbatches each GPU runs per step, ``global_batch / (dp * fsdp *
