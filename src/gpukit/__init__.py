@@ -21,6 +21,7 @@ from gpukit.metrics import *
 from gpukit.models import *
 from gpukit.multinode import *
 from gpukit.parallel import *
+from gpukit.planner import *
 from gpukit.plotting import *
 from gpukit.pretrained import *
 from gpukit.profiles import *

@@ -37,6 +37,7 @@ NOT_CALLED_BY_PAGES = {
     "EpochStats",
     "MachineInfo",
     "Measurement",
+    "Layout",
     "MemoryUse",
     "OpPoint",
     "Profile",
@@ -59,6 +60,8 @@ def noop() -> None:
 
 
 ROOFS = [gpukit.Roofline("toy", bandwidth=1e9, peak_flops=1e12)]
+PLAN_MODEL = gpukit.ModelSpec(10**9, 6, 1024, 8, 2048, 1, 64)  # 6 layers: 4 stages do not divide
+PLAN_CLUSTER = gpukit.Cluster(8, 1, 80e9, 450e9, 50e9, 1e15)
 
 
 def X4() -> torch.Tensor:  # named like the argument it is passed as
@@ -423,6 +426,19 @@ CASES = [
     ("tensor_parallel_ranks", (4, 2), {"cpu_ranks": 3}, ValueError, "cpu_ranks"),
     ("apply_fsdp", ("net", None), {}, TypeError, "net"),
     ("apply_tensor_parallel", ("net", None), {}, TypeError, "net"),
+    # planner
+    ("ModelSpec", (10**9, 8, 1024, 8, 2048, 1, 64.0), {}, TypeError, "global_batch"),
+    ("ModelSpec", (10**9, 8, 1000, 16, 2048, 1, 64), {}, ValueError, "d_model"),
+    ("ModelSpec", (10**9, 8, 1024, 8, 2048, 3, 64), {}, ValueError, "micro_batch"),
+    ("ModelSpec", (10**9, 8, 1024, 8, 2048, 1, 64), {"kv_heads": 3}, ValueError, "kv_heads"),
+    ("Cluster", (8, 1, 0, 1e9, 1e9, 1e12), {}, ValueError, "memory"),
+    ("Cluster", ("8", 1, 8e10, 1e9, 1e9, 1e12), {}, TypeError, "gpus_per_node"),
+    ("evaluate_layout", ("model", PLAN_CLUSTER), {}, TypeError, "model"),
+    ("evaluate_layout", (PLAN_MODEL, PLAN_CLUSTER), {"tp": 3}, ValueError, "dp"),
+    ("evaluate_layout", (PLAN_MODEL, PLAN_CLUSTER), {"tp": 0}, ValueError, "tp"),
+    ("evaluate_layout", (PLAN_MODEL, PLAN_CLUSTER), {"pp": 4, "tp": 2}, ValueError, "pp"),
+    ("plan_layouts", (PLAN_MODEL, "cluster"), {}, TypeError, "cluster"),
+    ("layout_table", ("fsdp 8",), {}, TypeError, "layouts"),
     # multinode
     ("load_checkpoint", ("net", "folder"), {}, TypeError, "net"),
     ("run_agents", ([],), {}, ValueError, "commands"),
