@@ -10,6 +10,7 @@ import pkgutil
 from gpukit.attention import *
 from gpukit.data import *
 from gpukit.devices import *
+from gpukit.extensions import *
 from gpukit.fast import *
 from gpukit.flash import *
 from gpukit.gpt import *
