@@ -8,6 +8,9 @@ instance, share it. Here the folder's name carries a hash of everything that dec
 the sources, the flags, PyTorch's and CUDA's versions, Python's version and the compiler. A
 second build with the same key finds the library already built and only loads it; any change
 builds into a new folder. The CUDA C++ page times both.
+
+Building needs a C++ compiler and Ninja (``pip install ninja``; the docs' dependency group has
+it), and for CUDA sources the CUDA toolkit's ``nvcc``.
 """
 
 from __future__ import annotations
