@@ -12,6 +12,7 @@ from gpukit.context import *
 from gpukit.data import *
 from gpukit.devices import *
 from gpukit.experts import *
+from gpukit.extensions import *
 from gpukit.fast import *
 from gpukit.flash import *
 from gpukit.gpt import *

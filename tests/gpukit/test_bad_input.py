@@ -35,6 +35,7 @@ NO_ARGUMENTS = {
 NOT_CALLED_BY_PAGES = {
     "DataNotFoundError",
     "EpochStats",
+    "Extension",
     "MachineInfo",
     "Measurement",
     "Layout",
@@ -444,6 +445,17 @@ CASES = [
     ("run_agents", ([],), {}, ValueError, "commands"),
     ("run_agents", ("torchrun",), {}, TypeError, "commands"),
     ("run_agents", ([["true"]],), {"timeout_s": 0}, ValueError, "timeout_s"),
+    # extensions
+    ("extension_build_dir", ("not a name", "int f();"), {}, ValueError, "name"),
+    ("extension_build_dir", ("ext", 3), {}, TypeError, "cpp_sources"),
+    ("load_extension", ("ext", "int f();"), {"flags": [1]}, TypeError, "flags"),
+    (
+        "load_extension",
+        ("ext", "int f();"),
+        {"is_python_module": "yes"},
+        TypeError,
+        "is_python_module",
+    ),
 ]
 
 
