@@ -22,6 +22,7 @@ from gpukit.parallel import *
 from gpukit.plotting import *
 from gpukit.pretrained import *
 from gpukit.profiles import *
+from gpukit.quantization import *
 from gpukit.results import *
 from gpukit.roofline import *
 from gpukit.sharding import *
