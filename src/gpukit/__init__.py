@@ -24,6 +24,7 @@ from gpukit.pretrained import *
 from gpukit.profiles import *
 from gpukit.results import *
 from gpukit.roofline import *
+from gpukit.serving import *
 from gpukit.sharding import *
 from gpukit.timing import *
 from gpukit.training import *
