@@ -18,6 +18,7 @@ from gpukit.memory import *
 from gpukit.metrics import *
 from gpukit.models import *
 from gpukit.multinode import *
+from gpukit.paging import *
 from gpukit.parallel import *
 from gpukit.plotting import *
 from gpukit.pretrained import *
@@ -25,6 +26,7 @@ from gpukit.profiles import *
 from gpukit.quantization import *
 from gpukit.results import *
 from gpukit.roofline import *
+from gpukit.serving import *
 from gpukit.sharding import *
 from gpukit.speculative import *
 from gpukit.timing import *
