@@ -21,13 +21,16 @@ from gpukit.memory import *
 from gpukit.metrics import *
 from gpukit.models import *
 from gpukit.multinode import *
+from gpukit.paging import *
 from gpukit.parallel import *
 from gpukit.planner import *
 from gpukit.plotting import *
 from gpukit.pretrained import *
 from gpukit.profiles import *
+from gpukit.quantization import *
 from gpukit.results import *
 from gpukit.roofline import *
+from gpukit.serving import *
 from gpukit.sharding import *
 from gpukit.speculative import *
 from gpukit.timing import *

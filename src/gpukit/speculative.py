@@ -113,7 +113,7 @@ class SpeculativeResult:
 
     @property
     def tokens_per_round(self) -> float:
-        """New tokens per pass of the target: accepted draft tokens plus one per round."""
+        """The new tokens per pass of the target (accepted draft tokens, plus one per round)."""
         return (self.accepted + self.rounds) / self.rounds if self.rounds else 0.0
 
 
@@ -152,7 +152,7 @@ def _extend(net: GPT, tokens: torch.Tensor, cache: list) -> torch.Tensor:
 
 @torch.no_grad()
 def extend_cache(net: GPT, tokens: torch.Tensor, cache: list) -> torch.Tensor:
-    """``net``'s logits for ``tokens`` (``(batch, steps)``) that follow the ``cache``d ones.
+    """``net``'s logits for ``tokens`` (``(batch, steps)``) that follow the tokens in ``cache``.
 
     ``GPT.forward`` takes one new token per call once its cache is filled; checking a draft
     needs several in one pass, each attending to the cached tokens and to the new tokens before

@@ -27,6 +27,7 @@ NO_ARGUMENTS = {
     "device_report",
     "machine_info",
     "num_gpus",
+    "quiet_torchao",
     "try_all_gpus",
 }
 # Public classes that pages do not build from their own input: exception types (raised by
@@ -362,6 +363,8 @@ CASES = [
     ("text_batch", (lambda: torch.arange(10), 2, 10), {}, ValueError, "data"),
     ("text_batch", (lambda: torch.arange(10), "2", 3), {}, TypeError, "batch_size"),
     ("gpt_flops_per_token", (tiny_net, 16), {}, TypeError, "net"),
+    # quantization
+    ("weight_bytes", ("net",), {}, TypeError, "net"),
     # speculative
     (
         "accept_draft",
