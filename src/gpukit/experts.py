@@ -102,7 +102,8 @@ def balance_loss(probs: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
         >>> probs = torch.full((4, 2), 0.5)
         >>> balance_loss(probs, torch.tensor([[0], [1], [0], [1]])).item()
         1.0
-        >>> balance_loss(torch.tensor([[0.9, 0.1]] * 4), torch.zeros(4, 1, dtype=torch.long)).item()
+        >>> everything_to_0 = torch.zeros(4, 1, dtype=torch.long)
+        >>> round(balance_loss(torch.tensor([[0.9, 0.1]] * 4), everything_to_0).item(), 4)
         1.8
     """
     check_type(probs, "probs", torch.Tensor, "a (tokens, n_experts) tensor")
