@@ -17,7 +17,8 @@ Fashion-MNIST rows, with or without the balance loss, and records the load.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -77,7 +78,8 @@ def keep_within_capacity(experts: torch.Tensor, n_experts: int, capacity: int) -
     return place < capacity
 
 
-class Routing(NamedTuple):
+@dataclass(frozen=True)
+class Routing:
     """A router's decision for ``T`` tokens: ``probs`` ``(T, n_experts)`` (softmax of the
     router's logits), ``experts`` and ``weights`` ``(T, top_k)`` (the chosen experts and their
     probabilities, renormalized to sum to 1 per token), ``keep`` ``(T, top_k)`` (within
@@ -213,6 +215,7 @@ class RowMoE(nn.Module):
 
     def __init__(self, d_model: int = 32, seed: int = 0, **moe: Any) -> None:
         super().__init__()
+        check_int(d_model, "d_model")
         torch.manual_seed(check_int(seed, "seed", 0))
         self.embed = nn.Linear(28, d_model)
         self.position = nn.Parameter(0.02 * torch.randn(28, d_model))
@@ -248,6 +251,9 @@ def moe_training_run(
         >>> len(run["max_load"]), min(run["max_load"]) >= 1
         (3, True)
     """
+    pairs = isinstance(batches, list | tuple) and batches
+    if not pairs or not all(isinstance(b, tuple | list) and len(b) == 2 for b in batches):
+        raise TypeError(f"batches must be a non-empty list of (X, y) pairs, got {batches!r:.80}")
     check_number(aux_weight, "aux_weight", zero=True)
     check_number(lr, "lr")
     net = RowMoE(**model)
