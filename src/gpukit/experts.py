@@ -189,6 +189,8 @@ class MoE(nn.Module):
         return Routing(probs, experts, weights, keep, counts)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The layer's output for tokens ``x`` ``(T, d_model)``; sets ``routing`` and
+        ``aux_loss``."""
         if x.dim() != 2 or x.shape[1] != self.w1.shape[2]:
             raise ValueError(f"x must be (tokens, {self.w1.shape[2]}), got {tuple(x.shape)}")
         routing = self.route(x)
@@ -224,10 +226,12 @@ class RowMoE(nn.Module):
         self.head = nn.Linear(d_model, 10)
 
     def tokens(self, X: torch.Tensor) -> torch.Tensor:
+        """The MoE layer's input for images ``X`` ``(B, 1, 28, 28)``: ``(B * 28, d_model)``."""
         h = self.embed(X.reshape(len(X), 28, 28)) + self.position
         return self.norm(h).reshape(-1, h.shape[-1])
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """The class scores ``(B, 10)`` of images ``X`` ``(B, 1, 28, 28)``."""
         h = self.embed(X.reshape(len(X), 28, 28)) + self.position
         h = h + self.moe(self.norm(h).reshape(-1, h.shape[-1])).view_as(h)
         return self.head(h.mean(dim=1))
