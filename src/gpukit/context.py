@@ -47,8 +47,9 @@ def _accepted_sizes(n_tokens: int, largest: int = 16) -> list[int]:
 def _check_split(n_tokens: int, world_size: int) -> None:
     if n_tokens % (2 * world_size):
         raise ValueError(
-            f"2 * world_size ({2 * world_size}) must divide n_tokens ({n_tokens}): each rank "
-            f"takes two equal chunks; accepted world sizes {_accepted_sizes(n_tokens)}"
+            f"world_size ({world_size}) must be such that 2 * world_size divides n_tokens "
+            f"({n_tokens}), each rank taking two equal chunks; accepted world sizes "
+            f"{_accepted_sizes(n_tokens)}"
         )
 
 
@@ -86,7 +87,7 @@ def sequence_layout(n_tokens: int, world_size: int, layout: str = "zigzag") -> l
         >>> sequence_layout(8, 3)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: 2 * world_size (6) must divide n_tokens (8): ...; accepted world sizes [1, 2, 4]
+        ValueError: world_size (3) must be such that ...; accepted world sizes [1, 2, 4]
     """
     check_int(n_tokens, "n_tokens")
     check_int(world_size, "world_size")

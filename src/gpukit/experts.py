@@ -17,7 +17,8 @@ Fashion-MNIST rows, with or without the balance loss, and records the load.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -77,7 +78,8 @@ def keep_within_capacity(experts: torch.Tensor, n_experts: int, capacity: int) -
     return place < capacity
 
 
-class Routing(NamedTuple):
+@dataclass(frozen=True)
+class Routing:
     """A router's decision for ``T`` tokens: ``probs`` ``(T, n_experts)`` (softmax of the
     router's logits), ``experts`` and ``weights`` ``(T, top_k)`` (the chosen experts and their
     probabilities, renormalized to sum to 1 per token), ``keep`` ``(T, top_k)`` (within
@@ -102,7 +104,8 @@ def balance_loss(probs: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
         >>> probs = torch.full((4, 2), 0.5)
         >>> balance_loss(probs, torch.tensor([[0], [1], [0], [1]])).item()
         1.0
-        >>> balance_loss(torch.tensor([[0.9, 0.1]] * 4), torch.zeros(4, 1, dtype=torch.long)).item()
+        >>> everything_to_0 = torch.zeros(4, 1, dtype=torch.long)
+        >>> round(balance_loss(torch.tensor([[0.9, 0.1]] * 4), everything_to_0).item(), 4)
         1.8
     """
     check_type(probs, "probs", torch.Tensor, "a (tokens, n_experts) tensor")
@@ -186,6 +189,8 @@ class MoE(nn.Module):
         return Routing(probs, experts, weights, keep, counts)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The layer's output for tokens ``x`` ``(T, d_model)``; sets ``routing`` and
+        ``aux_loss``."""
         if x.dim() != 2 or x.shape[1] != self.w1.shape[2]:
             raise ValueError(f"x must be (tokens, {self.w1.shape[2]}), got {tuple(x.shape)}")
         routing = self.route(x)
@@ -212,6 +217,7 @@ class RowMoE(nn.Module):
 
     def __init__(self, d_model: int = 32, seed: int = 0, **moe: Any) -> None:
         super().__init__()
+        check_int(d_model, "d_model")
         torch.manual_seed(check_int(seed, "seed", 0))
         self.embed = nn.Linear(28, d_model)
         self.position = nn.Parameter(0.02 * torch.randn(28, d_model))
@@ -220,10 +226,12 @@ class RowMoE(nn.Module):
         self.head = nn.Linear(d_model, 10)
 
     def tokens(self, X: torch.Tensor) -> torch.Tensor:
+        """The MoE layer's input for images ``X`` ``(B, 1, 28, 28)``: ``(B * 28, d_model)``."""
         h = self.embed(X.reshape(len(X), 28, 28)) + self.position
         return self.norm(h).reshape(-1, h.shape[-1])
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """The class scores ``(B, 10)`` of images ``X`` ``(B, 1, 28, 28)``."""
         h = self.embed(X.reshape(len(X), 28, 28)) + self.position
         h = h + self.moe(self.norm(h).reshape(-1, h.shape[-1])).view_as(h)
         return self.head(h.mean(dim=1))
@@ -247,6 +255,9 @@ def moe_training_run(
         >>> len(run["max_load"]), min(run["max_load"]) >= 1
         (3, True)
     """
+    pairs = isinstance(batches, list | tuple) and batches
+    if not pairs or not all(isinstance(b, tuple | list) and len(b) == 2 for b in batches):
+        raise TypeError(f"batches must be a non-empty list of (X, y) pairs, got {batches!r:.80}")
     check_number(aux_weight, "aux_weight", zero=True)
     check_number(lr, "lr")
     net = RowMoE(**model)
