@@ -18,6 +18,7 @@ from gpukit.memory import *
 from gpukit.metrics import *
 from gpukit.models import *
 from gpukit.multinode import *
+from gpukit.overlap import *
 from gpukit.parallel import *
 from gpukit.planner import *
 from gpukit.plotting import *

@@ -393,6 +393,12 @@ CASES = [
     ("evaluate_layout", (PLAN_MODEL, PLAN_CLUSTER), {"pp": 4, "tp": 2}, ValueError, "pp"),
     ("plan_layouts", (PLAN_MODEL, "cluster"), {}, TypeError, "cluster"),
     ("layout_table", ("fsdp 8",), {}, TypeError, "layouts"),
+    # overlap
+    ("overlap_share", ([(1.0, 0.0)], []), {}, ValueError, "comm"),
+    ("overlap_share", ([], "0-1"), {}, TypeError, "compute"),
+    ("overlap_worker", (0, 2, []), {}, TypeError, "config"),
+    ("overlap_worker", (0, 2, {"model": {}}), {}, ValueError, "config"),
+    ("plot_overlap", ({"a": {}},), {}, TypeError, "runs"),
     # multinode
     ("load_checkpoint", ("net", "folder"), {}, TypeError, "net"),
     ("run_agents", ([],), {}, ValueError, "commands"),
