@@ -25,7 +25,13 @@ from gpukit._checks import check_type
 from gpukit.parallel import rank_device
 from gpukit.sharding import RowTransformer
 
-__all__ = ["OVERLAP_VARIANTS", "overlap_share", "overlap_worker", "plot_overlap"]
+__all__ = [
+    "OVERLAP_VARIANTS",
+    "covered_seconds",
+    "overlap_share",
+    "overlap_worker",
+    "plot_overlap",
+]
 
 #: The runs :func:`overlap_worker` knows: FSDP2 gathering each block when it is needed or the
 #: next block ahead, and DDP reducing all gradients in one bucket at the end of the backward
@@ -53,6 +59,27 @@ def _union(intervals: Sequence[Interval]) -> list[Interval]:
     return [(s, e) for s, e in merged]
 
 
+def _check_intervals(intervals: object, name: str) -> None:
+    if isinstance(intervals, str) or not isinstance(intervals, Sequence):
+        raise TypeError(f"{name} must be a list of (start, end) pairs, got {intervals!r}")
+    for pair in intervals:
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(f"{name} must hold (start, end) pairs, got {pair!r}")
+        if not pair[0] <= pair[1]:
+            raise ValueError(f"{name} must hold (start, end) pairs with start <= end: {pair}")
+
+
+def covered_seconds(intervals: Sequence[Interval]) -> float:
+    """The time ``intervals`` cover, overlapping ones counted once.
+
+    Example:
+        >>> covered_seconds([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)])
+        4.0
+    """
+    _check_intervals(intervals, "intervals")
+    return sum(end - start for start, end in _union(intervals))
+
+
 def overlap_share(comm: Sequence[Interval], compute: Sequence[Interval]) -> float:
     """The share of the communication's time during which computing ran too: the length of
     ``comm``'s intervals that lies inside ``compute``'s, over the length of ``comm``'s
@@ -64,12 +91,8 @@ def overlap_share(comm: Sequence[Interval], compute: Sequence[Interval]) -> floa
         >>> overlap_share([(0.0, 1.0), (2.0, 3.0)], [(0.0, 1.0), (0.5, 1.0)])
         0.5
     """
-    for name, intervals in (("comm", comm), ("compute", compute)):
-        if isinstance(intervals, str) or not isinstance(intervals, Sequence):
-            raise TypeError(f"{name} must be a list of (start, end) pairs, got {intervals!r}")
-        for pair in intervals:
-            if len(pair) != 2 or not pair[0] <= pair[1]:
-                raise ValueError(f"{name} must hold (start, end) pairs with start <= end: {pair}")
+    _check_intervals(comm, "comm")
+    _check_intervals(compute, "compute")
     sending = _union(comm)
     total = sum(e - s for s, e in sending)
     if total == 0:

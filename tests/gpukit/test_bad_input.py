@@ -394,6 +394,7 @@ CASES = [
     ("plan_layouts", (PLAN_MODEL, "cluster"), {}, TypeError, "cluster"),
     ("layout_table", ("fsdp 8",), {}, TypeError, "layouts"),
     # overlap
+    ("covered_seconds", ((0.0, 1.0),), {}, TypeError, "intervals"),
     ("overlap_share", ([(1.0, 0.0)], []), {}, ValueError, "comm"),
     ("overlap_share", ([], "0-1"), {}, TypeError, "compute"),
     ("overlap_worker", (0, 2, []), {}, TypeError, "config"),
