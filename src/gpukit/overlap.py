@@ -123,8 +123,9 @@ def _timeline(prof: Any, device: torch.device) -> dict[str, Any]:
         "collectives": [],
     }
     if device.type == "cuda":
-        kernels = [e for e in events if e.device_type() != cpu and "Memcpy" not in e.name()]
-        kernels = [e for e in kernels if "Memset" not in e.name()]
+        # Kernels only: not copies, and not the GPU-side rows that the profiler gives each
+        # record_function label (FSDP's among them), which are no work of the GPU.
+        kernels = [e for e in events if e.activity_type() == "kernel"]
         for e in kernels:
             kind = "comm" if e.name().startswith("nccl") else "compute"
             result[kind].append(span(e))
