@@ -253,35 +253,40 @@ def _gather_ahead(following: Any) -> Any:
     return hook
 
 
-def plot_overlap(runs: dict[str, dict[str, Any]], *, ax: Any = None) -> Any:
+def plot_overlap(runs: dict[str, dict[str, Any]]) -> Any:
     """Draw the timelines of :func:`overlap_worker`'s runs, one band per run: computing above,
-    communication below, and the main thread's waiting inside collective calls in between.
+    the main thread's calls into the collectives in the middle, communication below. Returns a
+    matplotlib figure, which :func:`gpukit.plotting.figure_to_svg` renders.
 
     Example:
-        >>> runs = {"toy": {"compute": [(0.0, 1.0)], "comm": [(0.5, 2.0)], "wait": [],
-        ...                 "step_seconds": 2.0}}
-        >>> ax = plot_overlap(runs)
-        >>> [label.get_text() for label in ax.get_yticklabels()]
+        >>> runs = {"toy": {"compute": [(0.0, 1.0)], "comm": [(0.5, 2.0)], "wait": []}}
+        >>> fig = plot_overlap(runs)
+        >>> [label.get_text() for label in fig.axes[0].get_yticklabels()]
         ['toy']
     """
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     if not isinstance(runs, dict) or not all(
         isinstance(r, dict) and {"compute", "comm", "wait"} <= r.keys() for r in runs.values()
     ):
         raise TypeError("runs must map names to overlap_worker's results (compute, comm, wait)")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 1.2 + 0.7 * len(runs)), layout="constrained")
+    fig = Figure(figsize=(7, 1.2 + 0.7 * len(runs)), facecolor="white")
+    ax = fig.subplots()
     colors = {"compute": "tab:blue", "wait": "tab:red", "comm": "tab:orange"}
+    labels = {"compute": "computing", "wait": "calls into collectives", "comm": "collectives"}
     rows = {"compute": 0.45, "wait": 0.2, "comm": -0.05}
     names = list(runs)
     for i, name in enumerate(reversed(names)):
         for kind, offset in rows.items():
             bars = [(s * 1e3, (e - s) * 1e3) for s, e in runs[name][kind]]
             ax.broken_barh(
-                bars, (i + offset - 0.05, 0.2), color=colors[kind], label=kind if i == 0 else None
+                bars,
+                (i + offset - 0.05, 0.2),
+                color=colors[kind],
+                label=labels[kind] if i == 0 else None,
             )
     ax.set_yticks([i + 0.3 for i in range(len(names))], list(reversed(names)))
+    ax.set_ylim(-0.4, len(names) + 0.1)
     ax.set_xlabel("milliseconds from the start of the step")
-    ax.legend(loc="upper right", ncols=3, fontsize="small")
-    return ax
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3, fontsize="small")
+    return fig

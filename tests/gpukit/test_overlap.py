@@ -3,10 +3,6 @@ CPU processes), its refusals, and the timeline plot."""
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import pytest
 import torch
 
@@ -70,7 +66,7 @@ def test_plot_overlap_draws_one_band_per_run():
         name: {"compute": [(0.0, 0.001)], "comm": [(0.0005, 0.002)], "wait": []}
         for name in ("a", "b")
     }
-    ax = plot_overlap(runs)
-    assert sorted(t.get_text() for t in ax.get_yticklabels()) == ["a", "b"]
+    fig = plot_overlap(runs)
+    assert sorted(t.get_text() for t in fig.axes[0].get_yticklabels()) == ["a", "b"]
     with pytest.raises(TypeError, match="runs must map"):
         plot_overlap({"a": {"compute": []}})
