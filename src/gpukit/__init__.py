@@ -22,6 +22,7 @@ from gpukit.metrics import *
 from gpukit.models import *
 from gpukit.multinode import *
 from gpukit.paging import *
+from gpukit.overlap import *
 from gpukit.parallel import *
 from gpukit.planner import *
 from gpukit.plotting import *

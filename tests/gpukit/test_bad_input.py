@@ -469,6 +469,13 @@ CASES = [
     ("keep_within_capacity", (torch.zeros(3), 2, 1), {}, ValueError, "experts"),
     ("moe_training_run", ([],), {}, TypeError, "batches"),
     ("moe_training_run", (batches,), {"aux_weight": -1.0}, ValueError, "aux_weight"),
+    # overlap
+    ("covered_seconds", ((0.0, 1.0),), {}, TypeError, "intervals"),
+    ("overlap_share", ([(1.0, 0.0)], []), {}, ValueError, "comm"),
+    ("overlap_share", ([], "0-1"), {}, TypeError, "compute"),
+    ("overlap_worker", (0, 2, []), {}, TypeError, "config"),
+    ("overlap_worker", (0, 2, {"model": {}}), {}, ValueError, "config"),
+    ("plot_overlap", ({"a": {}},), {}, TypeError, "runs"),
     # multinode
     ("load_checkpoint", ("net", "folder"), {}, TypeError, "net"),
     ("run_agents", ([],), {}, ValueError, "commands"),
