@@ -21,8 +21,8 @@ from gpukit.memory import *
 from gpukit.metrics import *
 from gpukit.models import *
 from gpukit.multinode import *
-from gpukit.paging import *
 from gpukit.overlap import *
+from gpukit.paging import *
 from gpukit.parallel import *
 from gpukit.planner import *
 from gpukit.plotting import *
