@@ -223,17 +223,38 @@ class PagedKVCache:
 
 @dataclass
 class Request:
-    """A request: its ``prompt`` (1-D token ids) and how many tokens to generate."""
+    """A request: its ``prompt`` (1-D token ids) and how many tokens to generate.
+
+    :func:`serve` fills ``output`` (the generated tokens) and ``finished_at``.
+
+    Example:
+        >>> Request(torch.tensor([1, 2, 3]), max_new_tokens=4).max_new_tokens
+        4
+    """
 
     prompt: torch.Tensor
     max_new_tokens: int
     output: list[int] = field(default_factory=list)
     finished_at: float = 0.0  # seconds after the start of serve()
 
+    def __post_init__(self) -> None:
+        check_type(self.prompt, "prompt", torch.Tensor, "a 1-D tensor of token ids")
+        if self.prompt.dim() != 1 or not len(self.prompt):
+            raise ValueError(
+                f"prompt must be 1-D and not empty, got shape {tuple(self.prompt.shape)}"
+            )
+        check_int(self.max_new_tokens, "max_new_tokens")
+
 
 @dataclass(frozen=True)
 class ServeStats:
-    """What :func:`serve` measured: seconds in all, tokens generated, each request's latency."""
+    """What :func:`serve` measured: seconds in all, tokens generated, each request's latency.
+
+    Example:
+        >>> stats = ServeStats(seconds=2.0, tokens=100, latencies=[1.0], steps=50, peak_blocks=3)
+        >>> stats.tokens_per_second
+        50.0
+    """
 
     seconds: float
     tokens: int
@@ -243,6 +264,7 @@ class ServeStats:
 
     @property
     def tokens_per_second(self) -> float:
+        """Tokens generated per second of serving."""
         return self.tokens / self.seconds
 
 

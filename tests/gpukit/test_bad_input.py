@@ -45,6 +45,7 @@ NOT_CALLED_BY_PAGES = {
     "Profile",
     "SpeculativeResult",
     "Routing",
+    "ServeStats",
     "TrainResult",
     "Workload",
 }
@@ -492,6 +493,17 @@ CASES = [
         TypeError,
         "is_python_module",
     ),
+    # pretrained, serving, paging
+    ("trained_gpt", ("huge",), {}, ValueError, "size"),
+    ("decode_cost", (tiny_net, 1, 8), {}, TypeError, "net"),
+    ("decode_cost", (lambda: gpukit.GPT(max_len=8), 0, 8), {}, ValueError, "batch_size"),
+    ("StaticCacheDecoder", (lambda: gpukit.GPT(max_len=8), 1, 9), {}, ValueError, "max_len"),
+    ("count_ops", ("fn",), {}, TypeError, "fn"),
+    ("capture_cuda_graph", (noop, lambda: torch.ones(2)), {}, ValueError, "inputs[0]"),
+    ("BlockTable", (0, 4), {}, ValueError, "num_blocks"),
+    ("PagedKVCache", (lambda: gpukit.GPT(max_len=8), 100, 8), {}, ValueError, "block_size"),
+    ("Request", (lambda: torch.zeros(2, 2), 4), {}, ValueError, "prompt"),
+    ("serve", ("cache", [], 2), {}, TypeError, "cache"),
 ]
 
 

@@ -118,3 +118,13 @@ def test_serve_refuses_requests_longer_than_the_cache():
         serve(PagedKVCache(net, 16, 4), make_requests([2, 20]), max_batch=2)
     with pytest.raises(ValueError, match="policy"):
         serve(PagedKVCache(net, 64, 4), make_requests([2]), max_batch=2, policy="greedy")
+
+
+@pytest.mark.gpus(1)
+def test_serving_on_a_gpu_gives_the_tokens_of_generate():
+    net = tiny().cuda()
+    requests = [Request(r.prompt.cuda(), r.max_new_tokens) for r in make_requests([3, 9, 1, 5])]
+    serve(PagedKVCache(net, capacity=64, block_size=4), requests, max_batch=2)
+    for r in requests:
+        expected = generate(net, r.prompt.view(1, -1), r.max_new_tokens)[0, 4:].tolist()
+        assert r.output == expected
