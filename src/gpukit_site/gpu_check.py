@@ -46,10 +46,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -573,120 +574,65 @@ def full_traceback(client, nbformat) -> str:
 
 
 # -- The run --------------------------------------------------------------------------------
-@dataclass
-class Running:
-    page: Path
-    process: subprocess.Popen
-    started: float
-    timeout: float
-    result: Path
-    progress: Path
-    log: Path
+def describe(page: Path, gpus: int) -> dict:
+    wanted = front_matter(page).get("gpus", 0)
+    entry = {"page": page.stem, "gpus_wanted": wanted}
+    if wanted > gpus:
+        on = f"on {gpus} GPU(s)" if gpus else "on the CPU"
+        entry["note"] = f"wants {wanted} GPU(s): ran its fewer-device path {on}"
+    return entry
 
 
-@dataclass
-class Pages:
-    """Pages run ``jobs`` at a time, each with its own timeout, all within the budget."""
+def run_page(page: Path, *, env: dict, workdir: Path, out: Path, timeout: float) -> dict:
+    """``page`` in a worker process of its own (``_page``), killed with its kernel GRACE seconds
+    past ``timeout`` if it has not stopped itself; the page's entry in the report."""
+    cwd = Path(tempfile.mkdtemp(prefix=f"{page.stem}-", dir=workdir))
+    result, progress = cwd / "result.json", cwd / "progress.json"
+    log = out / "logs" / f"{page.stem}.log"
+    command = [sys.executable, "-m", MODULE, "_page", str(page), "--timeout", str(timeout)]
+    command += ["--result", str(result), "--progress", str(progress)]
+    command += ["--record", str(workdir / "recorded" / f"{page.stem}.json")]
+    print(f"  started {page.stem} (timeout {timeout:.0f} s)", flush=True)
+    started = time.monotonic()
+    code = run_logged(command, env=env, cwd=cwd, timeout=timeout + GRACE, log=log)
+    entry = {"status": FAILED, "seconds": round(time.monotonic() - started, 1)}
+    if result.is_file():
+        entry |= json.loads(result.read_text(encoding="utf-8"))
+    elif code is None:  # the worker overran its own timeout: what it was doing is in progress
+        entry["status"] = TIMED_OUT
+        if progress.is_file():
+            entry |= json.loads(progress.read_text(encoding="utf-8"))
+    else:
+        entry["error"] = f"the page's worker exited with {code}"
+        entry["traceback"] = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+    print(f"  {entry['status']:9} {page.stem} ({entry['seconds']} s)", flush=True)
+    return entry | {"timeout_s": round(timeout), "log": str(log)}
 
-    pages: list[Path]
-    env: dict[str, str]
-    workdir: Path
-    out: Path
-    jobs: int
-    page_timeout: float
-    deadline: float
-    gpus: int
-    save: Callable[[list[dict]], object]  # called with the results so far, after each page
-    results: dict[str, dict] = field(default_factory=dict)
 
-    def start(self, page: Path) -> Running | None:
+def run_pages(
+    pages: list[Path], save, *, jobs: int, page_timeout: float, deadline: float, gpus: int, **where
+) -> list[dict]:
+    """``pages``, ``jobs`` at a time, each with its own timeout, all within the budget; after
+    each page ``save`` is called with the results so far."""
+    results: dict[str, dict] = {}
+    lock = threading.Lock()
+
+    def one(page: Path) -> None:
         # A worker past its timeout is killed GRACE seconds later; the last seconds after
         # that are kept for the report: so no page outlives the budget.
-        timeout = min(self.page_timeout, self.deadline - time.monotonic() - GRACE - 15)
+        timeout = min(page_timeout, deadline - time.monotonic() - GRACE - 15)
         if timeout < 15:
-            return None
-        cwd = Path(tempfile.mkdtemp(prefix=f"{page.stem}-", dir=self.workdir))
-        result = cwd / "result.json"
-        progress = cwd / "progress.json"
-        log = self.out / "logs" / f"{page.stem}.log"
-        command = [sys.executable, "-m", MODULE, "_page", str(page), "--timeout", str(timeout)]
-        command += ["--result", str(result), "--progress", str(progress)]
-        command += ["--record", str(self.workdir / "recorded" / f"{page.stem}.json")]
-        with open(log, "wb") as f:
-            process = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=self.env,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        print(f"  started {page.stem} (timeout {timeout:.0f} s)", flush=True)
-        return Running(
-            page=page,
-            process=process,
-            started=time.monotonic(),
-            timeout=timeout,
-            result=result,
-            progress=progress,
-            log=log,
-        )
-
-    def finish(self, run: Running, killed: bool) -> None:
-        seconds = round(time.monotonic() - run.started, 1)
-        entry = {"status": FAILED, "seconds": seconds}
-        if run.result.is_file():
-            entry = {"seconds": seconds} | json.loads(run.result.read_text(encoding="utf-8"))
-        elif killed:  # the worker overran its own timeout: what it was doing is in progress
-            entry = {"status": TIMED_OUT, "seconds": seconds}
-            if run.progress.is_file():
-                entry |= json.loads(run.progress.read_text(encoding="utf-8"))
-        else:
-            tail = run.log.read_text(encoding="utf-8", errors="replace")[-3000:]
-            entry["error"] = f"the page's worker exited with {run.process.returncode}"
-            entry["traceback"] = tail
-        entry |= {"timeout_s": round(run.timeout), "log": str(run.log)}
-        self.results[run.page.stem] = self.describe(run.page) | entry
-        self.save([self.results[p.stem] for p in self.pages if p.stem in self.results])
-        print(f"  {entry['status']:9} {run.page.stem} ({entry['seconds']} s)", flush=True)
-
-    def describe(self, page: Path) -> dict:
-        wanted = front_matter(page).get("gpus", 0)
-        entry = {"page": page.stem, "gpus_wanted": wanted}
-        if wanted > self.gpus:
-            on = f"on {self.gpus} GPU(s)" if self.gpus else "on the CPU"
-            entry["note"] = f"wants {wanted} GPU(s): ran its fewer-device path {on}"
-        return entry
-
-    def run(self) -> list[dict]:
-        waiting = list(self.pages)
-        running = []
-        while waiting or running:
-            while waiting and len(running) < self.jobs:
-                started = self.start(waiting[0])
-                if started is None:
-                    break
-                running.append(started)
-                waiting.pop(0)
-            if not running:  # out of time: the rest is not run
-                break
-            time.sleep(0.2)
-            for run in list(running):
-                overrun = time.monotonic() - run.started > run.timeout + GRACE
-                if run.process.poll() is None and not overrun:
-                    continue
-                if overrun:
-                    kill_group(run.process)
-                self.finish(run, killed=overrun)
-                running.remove(run)
-        for page in waiting:
             why = "the check's time budget was spent before it could start"
-            self.results[page.stem] = self.describe(page) | {
-                "status": NOT_RUN,
-                "seconds": 0,
-                "error": why,
-            }
-        return [self.results[p.stem] for p in self.pages]
+            entry = {"status": NOT_RUN, "seconds": 0, "error": why}
+        else:
+            entry = run_page(page, timeout=timeout, **where)
+        with lock:
+            results[page.stem] = describe(page, gpus) | entry
+            save([results[p.stem] for p in pages if p.stem in results])
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, pages))  # in order: once one cannot start, no later one can
+    return [results[p.stem] for p in pages]
 
 
 def summary(report: dict) -> str:
@@ -827,18 +773,18 @@ def check(args: argparse.Namespace) -> int:
         return text
 
     save([])
-    runner = Pages(
-        pages=pages,
-        env=env,
-        workdir=workdir,
-        out=out,
+    done = run_pages(
+        pages,
+        save,
         jobs=args.jobs,
         page_timeout=args.page_timeout,
         deadline=deadline,
         gpus=gpus,
-        save=save,
+        env=env,
+        workdir=workdir,
+        out=out,
     )
-    print(save(runner.run(), complete=True), end="")
+    print(save(done, complete=True), end="")
     shutil.rmtree(workdir, ignore_errors=True)
     bad_pages = any(p["status"] != OK for p in report["pages"])
     return 1 if bad_pages or report["tests"]["status"] in (FAILED, TIMED_OUT) else 0
