@@ -78,6 +78,10 @@ autodoc_member_order = "bysource"
 # The docstrings' examples run with every public name of gpukit in scope, as under pytest.
 doctest_global_setup = "from pathlib import Path\nimport matplotlib\nimport torch\n"
 doctest_global_setup += "from torch import nn\nimport gpukit\nfrom gpukit import *\n"
+# Without a GPU, gpukit.flash's example runs in Triton's interpreter, which Triton chooses when
+# it is first imported (as src/conftest.py does for pytest): the first group sets it.
+doctest_global_setup += "import os\nif not torch.cuda.is_available():\n"
+doctest_global_setup += "    os.environ.setdefault('TRITON_INTERPRET', '1')\n"
 myst_enable_extensions = MYST_EXTENSIONS
 
 # -- Execution ------------------------------------------------------------------------------
