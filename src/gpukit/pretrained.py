@@ -167,6 +167,7 @@ def trained_gpt(size: str = "target") -> GPT:
         >>> net = trained_gpt("draft")
         >>> net.training, net.max_len == trained_gpt("target").max_len
         (False, True)
+        >>> import math
         >>> net.info["train_loss"] < math.log(256)  # better than a uniform guess
         True
     """
