@@ -34,6 +34,7 @@ from gpukit.roofline import *
 from gpukit.serving import *
 from gpukit.sharding import *
 from gpukit.speculative import *
+from gpukit.step import *
 from gpukit.timing import *
 from gpukit.training import *
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 import torch
 from torch import nn
 
+from gpukit import step as one_step
 from gpukit._checks import check_choice, check_int, check_number
 from gpukit.models import init_weights
 from gpukit.plotting import Animator
@@ -116,33 +117,6 @@ def plot_history(history: list[EpochStats], *, num_epochs: int) -> None:
         animator.add(stats.epoch, (stats.train_loss, stats.train_acc, stats.test_acc))
 
 
-def train_step(
-    model: nn.Module,
-    X: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    optimizer: torch.optim.Optimizer,
-    scaler: torch.amp.GradScaler,
-    autocast: torch.dtype | None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One optimizer step on the minibatch ``(X, y)``; returns the predictions and the loss.
-
-    Under ``torch.autocast`` the forward pass and the loss run their convolutions and matrix
-    products in the dtype ``autocast`` (``None``: fp32); weights, gradients and the update
-    stay fp32. For float16 the scaler multiplies the loss before ``backward``, so that small
-    gradients do not round to zero, and divides the gradients by the same factor before the
-    update; when it is disabled (fp32, bf16) it passes everything on unchanged.
-    """
-    optimizer.zero_grad()
-    with torch.autocast(X.device.type, autocast, enabled=autocast is not None):
-        y_hat = model(X)
-        loss = nn.functional.cross_entropy(y_hat, y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)  # skips the update if a gradient overflowed to inf or NaN
-    scaler.update()  # after an overflow, a smaller factor for the next steps
-    return y_hat, loss
-
-
 def _steps_per_epoch(train_iter: Batches) -> int:
     try:
         return len(train_iter)  # type: ignore[arg-type]
@@ -202,7 +176,8 @@ def train_epochs(
             X = X.to(device)
             y = y.to(device)
             step_lr = optimizer.param_groups[0]["lr"]
-            y_hat, batch_loss = train_step(
+            # looked up in gpukit.step at each call, so that a test can count the calls
+            y_hat, batch_loss = one_step.train_step(
                 model, X, y, optimizer=optimizer, scaler=scaler, autocast=autocast
             )
             scheduler.step()

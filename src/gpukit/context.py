@@ -132,24 +132,6 @@ def context_parallel_ranks(gpus: int, cpu_ranks: int = 2) -> int:
 # --------------------------------------------------------------------------- ring attention
 
 
-def _fold(
-    scores: torch.Tensor,
-    v: torch.Tensor,
-    m: torch.Tensor,
-    ell: torch.Tensor,
-    out: torch.Tensor,
-) -> None:
-    """Fold one tile of ``scores`` (masked ones at -inf) and its values into the running row
-    maximum ``m``, row sum ``ell`` and unnormalized output ``out``, in place: the online
-    softmax of the FlashAttention page, with ``exp`` instead of its ``exp2``."""
-    m_new = torch.maximum(m, scores.amax(dim=-1))
-    alpha = torch.exp(m - m_new)  # rescales what was summed under the old maximum
-    p = torch.exp(scores - m_new.unsqueeze(-1))
-    ell.mul_(alpha).add_(p.sum(dim=-1))
-    out.mul_(alpha.unsqueeze(-1)).add_(p @ v)
-    m.copy_(m_new)
-
-
 def ring_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -201,19 +183,27 @@ def ring_attention(
     n_local = q.shape[2]
     if n_local % 2:
         raise ValueError(f"q must hold two equal chunks of tokens, got n_local={n_local}")
-    return _ring(q, k, v, rank, world_size, layout, causal, {} if stats is None else stats)
+    stats = {} if stats is None else stats
 
+    # [fold]
+    def fold(
+        scores: torch.Tensor,
+        v: torch.Tensor,
+        m: torch.Tensor,
+        ell: torch.Tensor,
+        out: torch.Tensor,
+    ) -> None:
+        """Fold one tile of ``scores`` (masked ones at -inf) and its values into the running row
+        maximum ``m``, row sum ``ell`` and unnormalized output ``out``, in place: the online
+        softmax of the FlashAttention page, with ``exp`` instead of its ``exp2``."""
+        m_new = torch.maximum(m, scores.amax(dim=-1))
+        alpha = torch.exp(m - m_new)  # rescales what was summed under the old maximum
+        p = torch.exp(scores - m_new.unsqueeze(-1))
+        ell.mul_(alpha).add_(p.sum(dim=-1))
+        out.mul_(alpha.unsqueeze(-1)).add_(p @ v)
+        m.copy_(m_new)
 
-def _ring(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    rank: int,
-    world_size: int,
-    layout: str,
-    causal: bool,
-    stats: dict[str, Any],
-) -> torch.Tensor:
+    # [/fold]
     chunks = sequence_chunks(world_size, layout)
     size = q.shape[2] // 2
     scale = 1 / math.sqrt(q.shape[-1])
@@ -251,7 +241,7 @@ def _ring(
                 scores = queries[i] @ keys[j].transpose(-2, -1)
                 if causal and k_chunk == q_chunk:
                     scores = scores.masked_fill(~diagonal, -math.inf)
-                _fold(scores, values[j], m[..., rows], ell[..., rows], out[..., rows, :])
+                fold(scores, values[j], m[..., rows], ell[..., rows], out[..., rows, :])
                 tiles += 1
         if q.is_cuda:
             torch.cuda.synchronize(q.device)  # the kernels' time, not the launches'

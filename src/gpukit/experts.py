@@ -297,16 +297,6 @@ def _train(
 # --------------------------------------------------------------------------- expert parallelism
 
 
-def _all_to_all(tensor: torch.Tensor, send: list[int], receive: list[int]) -> torch.Tensor:
-    """``dist.all_to_all_single`` with uneven splits: ``send[r]`` rows to rank ``r``,
-    ``receive[r]`` rows from it."""
-    out = tensor.new_empty((sum(receive), *tensor.shape[1:]))
-    dist.all_to_all_single(
-        out, tensor.contiguous(), output_split_sizes=receive, input_split_sizes=send
-    )
-    return out
-
-
 def expert_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any]:
     """A :func:`gpukit.parallel.launch` worker: the :class:`MoE` layer of ``config["model"]``
     (its keyword arguments) with ``config["state"]`` (a state dict, optional) applied to the
@@ -343,6 +333,18 @@ def expert_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) -
     moe = moe.to(device)
     per_rank, mine = n_experts // world_size, n_tokens // world_size
     x = x[rank * mine : (rank + 1) * mine].to(device)
+
+    # [ep-all-to-all]
+    def all_to_all(tensor: torch.Tensor, send: list[int], receive: list[int]) -> torch.Tensor:
+        """``dist.all_to_all_single`` with uneven splits: ``send[r]`` rows to rank ``r``,
+        ``receive[r]`` rows from it."""
+        out = tensor.new_empty((sum(receive), *tensor.shape[1:]))
+        dist.all_to_all_single(
+            out, tensor.contiguous(), output_split_sizes=receive, input_split_sizes=send
+        )
+        return out
+
+    # [/ep-all-to-all]
     with torch.no_grad():
         # [ep-dispatch]
         probs = torch.softmax(moe.router(x), dim=-1)
@@ -356,8 +358,8 @@ def expert_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) -
         receive = torch.empty_like(send)
         dist.all_to_all_single(receive, send)  # first the sizes: each rank learns what comes
         send, receive = send.tolist(), receive.tolist()
-        rows = _all_to_all(x[token[order]], send, receive)
-        arrived = _all_to_all(experts[order], send, receive)
+        rows = all_to_all(x[token[order]], send, receive)
+        arrived = all_to_all(experts[order], send, receive)
         # [/ep-dispatch]
         # [ep-compute]
         capacity = expert_capacity(n_tokens, n_experts, moe.top_k, moe.capacity_factor)
@@ -366,7 +368,7 @@ def expert_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) -
         for e in range(rank * per_rank, (rank + 1) * per_rank):
             here = (arrived == e) & keep
             out[here] = _expert_mlp(rows[here], moe.w1[e], moe.w2[e])
-        back = _all_to_all(out, receive, send)  # the outputs return the way they came
+        back = all_to_all(out, receive, send)  # the outputs return the way they came
         y = torch.zeros_like(x).index_add(0, token[order], weights[order, None] * back)
         # [/ep-compute]
     local = arrived - rank * per_rank

@@ -28,7 +28,7 @@ from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.results import TrainResult
 from gpukit.timing import Timer, format_seconds
 
-__all__ = ["auto_precision", "train_fast"]
+__all__ = ["DeviceBatches", "auto_precision", "prepare_model", "train_fast"]
 
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -63,13 +63,26 @@ def _read_once(batches: Batches, limit: int | None = None) -> list[tuple[torch.T
     return pairs
 
 
-class _OnDevice:
+class DeviceBatches:
     """The examples of ``batches`` in one tensor on ``device``, read as shuffled minibatches
     of ``batch_size`` by index. An epoch's last, partial minibatch is left out, so that a
-    compiled model sees one shape only."""
+    compiled model sees one shape only.
 
-    def __init__(self, batches: Batches, batch_size: int, device: torch.device, seed: int):
+    Example:
+        >>> X, y = torch.rand(10, 1, 4, 4), torch.arange(10)
+        >>> batches = DeviceBatches([(X[:6], y[:6]), (X[6:], y[6:])], 4, "cpu", seed=0)
+        >>> len(batches), [tuple(Xb.shape) for Xb, _ in batches]
+        (2, [(4, 1, 4, 4), (4, 1, 4, 4)])
+    """
+
+    def __init__(
+        self, batches: Batches, batch_size: int, device: torch.device | str, seed: int = 0
+    ):
+        check_int(batch_size, "batch_size")
+        check_int(seed, "seed", minimum=0)
         pairs = _read_once(batches)
+        if not pairs:
+            raise ValueError("batches must yield at least one (X, y) minibatch, got none")
         X = torch.cat([X for X, _ in pairs])
         y = torch.cat([y for _, y in pairs])
         # Fashion-MNIST's pixels are multiples of 1/255: as uint8 they take a quarter of the
@@ -92,10 +105,28 @@ class _OnDevice:
             yield self.X[idx].float() / self.scale, self.y[idx]
 
 
-def _prepare(
-    net: nn.Module, device: torch.device, channels_last: bool, compile: bool | str
+def prepare_model(
+    net: nn.Module,
+    device: torch.device | str,
+    channels_last: bool = True,
+    compile: bool | str = False,
 ) -> nn.Module:
-    """The model the recipe trains: ``net`` on ``device``, channels-last, maybe compiled."""
+    """The model the recipe trains: ``net`` on ``device``, channels-last, maybe compiled.
+
+    ``net`` itself is moved (and changed to channels-last in place); with ``compile`` the
+    result is ``torch.compile(net)``, which shares ``net``'s weights: ``True``, or a mode such
+    as ``"reduce-overhead"``.
+
+    Example:
+        >>> net = nn.Conv2d(1, 4, 3)
+        >>> model = prepare_model(net, "cpu")
+        >>> model is net, net.weight.is_contiguous(memory_format=torch.channels_last)
+        (True, True)
+    """
+    check_type(net, "net", nn.Module, "an nn.Module")
+    check_type(channels_last, "channels_last", bool, "True or False")
+    if not isinstance(compile, bool | str):
+        raise TypeError(f"compile must be a bool or a mode name, got {compile!r}")
     # Channels-last (NHWC) weights: each convolution then hands NHWC activations on
     layout = torch.channels_last if channels_last else torch.preserve_format
     net.to(device, memory_format=layout)
@@ -213,10 +244,10 @@ def train_fast(
     if compile is None:
         compile = device.type == "cuda"
     seed_and_init(net, init=init, seed=seed)
-    model = _prepare(net, device, channels_last, compile)
+    model = prepare_model(net, device, channels_last, compile)
     batches: Batches = train_iter
     if on_device:
-        batches = _OnDevice(train_iter, batch_size or batch_size_of(train_iter), device, seed)
+        batches = DeviceBatches(train_iter, batch_size or batch_size_of(train_iter), device, seed)
     test = [(X.to(device), y.to(device)) for X, y in _read_once(test_iter)]
     notes = ["data on the device"] * on_device + ["channels-last"] * channels_last + [precision]
     compile_seconds = 0.0

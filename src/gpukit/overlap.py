@@ -216,7 +216,14 @@ def overlap_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[s
             if variant == "fsdp, prefetch":
                 # [prefetch]
                 for block, following in itertools.pairwise(blocks):
-                    block.register_forward_pre_hook(_gather_ahead(following))
+                    # Starts the all-gather of the next block's weights without waiting for
+                    # it: gloo runs it on its own thread while this block computes, and the
+                    # next block's forward pass then only waits for what is left of it.
+                    # (It returns None: a value returned would replace the block's inputs.)
+                    def gather_ahead(module: Any, args: Any, following: Any = following) -> None:
+                        following.unshard(async_op=True)
+
+                    block.register_forward_pre_hook(gather_ahead)
                 # [/prefetch]
         else:
             one = variant == "ddp, one bucket"
@@ -240,17 +247,6 @@ def overlap_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[s
             optimizer.zero_grad()
         runs[variant] = _timeline(prof, device)
     return runs if rank == 0 else None
-
-
-def _gather_ahead(following: Any) -> Any:
-    """A forward pre-hook that starts the all-gather of ``following``'s weights (an FSDP2
-    module) without waiting for it: gloo runs it on its own thread while this block computes,
-    and ``following``'s own forward pass then only waits for what is left of it."""
-
-    def hook(module: Any, args: Any) -> None:
-        following.unshard(async_op=True)
-
-    return hook
 
 
 def plot_overlap(runs: dict[str, dict[str, Any]]) -> Any:

@@ -134,7 +134,7 @@ def test_a_new_batch_size_compiles_a_static_graph(monkeypatch):
 def test_the_code_the_page_prints_is_the_code_that_trains(monkeypatch):
     # The fast-training page shows these three (literalinclude) as "train_fast's code": a
     # refactoring that stops using one of them must fail here, not leave the page stale.
-    from gpukit import _loop, fast
+    from gpukit import fast, step
 
     calls = []
 
@@ -145,7 +145,47 @@ def test_the_code_the_page_prints_is_the_code_that_trains(monkeypatch):
 
         return counted
 
-    for module, name in ((fast, "_OnDevice"), (fast, "_prepare"), (_loop, "train_step")):
+    for module, name in ((fast, "DeviceBatches"), (fast, "prepare_model"), (step, "train_step")):
         monkeypatch.setattr(module, name, counting(name, getattr(module, name)))
     _run(lenet(), compile=False)
-    assert set(calls) == {"_OnDevice", "_prepare", "train_step"}
+    assert set(calls) == {"DeviceBatches", "prepare_model", "train_step"}
+
+
+def test_device_batches_hold_the_data_and_check_their_arguments():
+    from gpukit.fast import DeviceBatches
+
+    X, y = torch.arange(12, dtype=torch.float32).reshape(6, 1, 1, 2) / 255, torch.arange(6)
+    batches = DeviceBatches([(X, y)], 4, "cpu", seed=0)
+    assert batches.X.dtype == torch.uint8  # multiples of 1/255 are held as bytes
+    assert len(batches) == 1  # the partial last minibatch is left out
+    ((Xb, yb),) = list(batches)
+    assert torch.equal(Xb, X[yb])
+    with pytest.raises(TypeError, match="batch_size"):
+        DeviceBatches([(X, y)], 2.0, "cpu")
+    with pytest.raises(ValueError, match="batches"):
+        DeviceBatches([], 2, "cpu")
+
+
+def test_prepare_model_checks_its_arguments():
+    from gpukit.fast import prepare_model
+
+    with pytest.raises(TypeError, match="net"):
+        prepare_model("lenet", "cpu")
+    with pytest.raises(TypeError, match="compile"):
+        prepare_model(lenet(), "cpu", compile=None)
+
+
+def test_train_step_updates_the_weights_and_checks_its_arguments():
+    from gpukit.step import train_step
+
+    net = nn.Linear(4, 3)
+    before = net.weight.detach().clone()
+    sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    X, y = torch.randn(8, 4), torch.arange(8) % 3
+    train_step(net, X, y, optimizer=sgd, scaler=scaler, autocast=None)
+    assert not torch.equal(net.weight, before)
+    with pytest.raises(TypeError, match="optimizer"):
+        train_step(net, X, y, optimizer=None, scaler=scaler, autocast=None)
+    with pytest.raises(TypeError, match=r"autocast must be None or a torch\.dtype"):
+        train_step(net, X, y, optimizer=sgd, scaler=scaler, autocast="bf16")
