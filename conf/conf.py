@@ -71,7 +71,7 @@ numfig = True
 # Types from torch, numpy, matplotlib and the standard library cannot be linked: the build is
 # offline, so there are no intersphinx inventories. Everything of gpukit's own must resolve.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(torch|numpy|np|matplotlib|collections|os|pathlib|time|typing)\..*"),
+    (r"py:.*", r"(torch|numpy|np|matplotlib|collections|os|pathlib|time|types|typing)\..*"),
     (r"py:class", r"gpukit\.\w+\.T"),  # a type variable (pick's), not a class
 ]
 autodoc_member_order = "bysource"

@@ -134,7 +134,7 @@ class PagedKVCache:
     ``capacity`` token slots, cut into blocks of ``block_size`` (which must divide it), hold
     each block's keys and values as ``(slots, heads, head_dim)`` tensors on the model's device,
     in its dtype. :meth:`prefill` reads a request's prompt and writes its keys and values into
-    the blocks the :attr:`table` gives it; :meth:`decode` runs one step for a batch of
+    the blocks its ``table`` gives it; :meth:`decode` runs one step for a batch of
     requests of different lengths: each request's new keys and values go to its next slot,
     and its attention reads its own slots only, gathered through its block table and padded
     to the longest request of the batch with a mask.

@@ -102,17 +102,17 @@ class ModelSpec:
 
     @property
     def layer_params(self) -> int:
-        """Parameters of one layer: ``12 d_model**2`` (norms and biases left out)."""
+        """The parameters of one layer, ``12 d_model**2`` (norms and biases left out)."""
         return 12 * self.d_model**2
 
     @property
     def other_params(self) -> int:
-        """Parameters outside the layers: the embedding and the output head."""
+        """The parameters outside the layers, in the embedding and the output head."""
         return self.n_params - self.n_layers * self.layer_params
 
     @property
     def kv_dim(self) -> int:
-        """Features of the keys (and of the values): ``d_model * kv_heads / n_heads``."""
+        """The features of the keys (and of the values), ``d_model * kv_heads / n_heads``."""
         return self.d_model * (self.kv_heads or self.n_heads) // self.n_heads
 
 
@@ -198,8 +198,8 @@ class Layout:
 
     @property
     def step_seconds(self) -> float:
-        """A step's estimate, by which the planner ranks layouts: the computing, stretched by
-        the bubble, plus the communication it waits for. Tensor parallelism's all-reduces and
+        """A step's estimate, by which the planner ranks layouts. It is the computing, stretched
+        by the bubble, plus the communication it waits for. Tensor parallelism's all-reduces and
         the pipeline's sends sit between the computations that need them; data parallelism's
         collectives and the ring of context parallelism can overlap with computing (FSDP
         prefetches, DDP reduces in buckets during the backward pass), so only their time beyond
