@@ -260,6 +260,17 @@ CASES = [
     ("train_ddp", (2, 1, 0.1, 32), {"run_timeout_s": 0}, ValueError, "run_timeout_s"),
     # fast
     ("auto_precision", (3,), {}, TypeError, "device"),
+    ("DeviceBatches", ([], 2, "cpu"), {}, ValueError, "batches"),
+    ("DeviceBatches", (batches, 2.0, "cpu"), {}, TypeError, "batch_size"),
+    ("prepare_model", ("lenet", "cpu"), {}, TypeError, "net"),
+    ("prepare_model", (tiny_net, "cpu"), {"compile": None}, TypeError, "compile"),
+    (
+        "train_step",
+        (tiny_net, torch.zeros(2, 4), torch.zeros(2)),
+        {"optimizer": None, "scaler": None, "autocast": None},
+        TypeError,
+        "optimizer",
+    ),
     (
         "train_fast",
         (tiny_net, batches, batches, 1, 0.1),

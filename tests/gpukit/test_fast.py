@@ -151,7 +151,7 @@ def test_the_code_the_page_prints_is_the_code_that_trains(monkeypatch):
     assert set(calls) == {"DeviceBatches", "prepare_model", "train_step"}
 
 
-def test_device_batches_hold_the_data_and_check_their_arguments():
+def test_device_batches_hold_the_data():
     from gpukit.fast import DeviceBatches
 
     X, y = torch.arange(12, dtype=torch.float32).reshape(6, 1, 1, 2) / 255, torch.arange(6)
@@ -160,22 +160,9 @@ def test_device_batches_hold_the_data_and_check_their_arguments():
     assert len(batches) == 1  # the partial last minibatch is left out
     ((Xb, yb),) = list(batches)
     assert torch.equal(Xb, X[yb])
-    with pytest.raises(TypeError, match="batch_size"):
-        DeviceBatches([(X, y)], 2.0, "cpu")
-    with pytest.raises(ValueError, match="batches"):
-        DeviceBatches([], 2, "cpu")
 
 
-def test_prepare_model_checks_its_arguments():
-    from gpukit.fast import prepare_model
-
-    with pytest.raises(TypeError, match="net"):
-        prepare_model("lenet", "cpu")
-    with pytest.raises(TypeError, match="compile"):
-        prepare_model(lenet(), "cpu", compile=None)
-
-
-def test_train_step_updates_the_weights_and_checks_its_arguments():
+def test_train_step_updates_the_weights_and_checks_autocast():
     from gpukit.step import train_step
 
     net = nn.Linear(4, 3)
@@ -185,7 +172,5 @@ def test_train_step_updates_the_weights_and_checks_its_arguments():
     X, y = torch.randn(8, 4), torch.arange(8) % 3
     train_step(net, X, y, optimizer=sgd, scaler=scaler, autocast=None)
     assert not torch.equal(net.weight, before)
-    with pytest.raises(TypeError, match="optimizer"):
-        train_step(net, X, y, optimizer=None, scaler=scaler, autocast=None)
     with pytest.raises(TypeError, match=r"autocast must be None or a torch\.dtype"):
         train_step(net, X, y, optimizer=sgd, scaler=scaler, autocast="bf16")
