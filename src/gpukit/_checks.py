@@ -58,3 +58,16 @@ def check_tensors(values: object, name: str) -> list[torch.Tensor]:
     for i, value in enumerate(values):
         check_type(value, f"{name}[{i}]", torch.Tensor, "a torch.Tensor")
     return values
+
+
+def check_qkv(q: object, k: object, v: object, layout: str = "(batch, heads, n, d)") -> None:
+    """Queries, keys and values: 4-D tensors ``layout`` of one shape (attention's inputs)."""
+    for name, tensor in (("q", q), ("k", k), ("v", v)):
+        check_type(tensor, name, torch.Tensor, "a torch.Tensor")
+        if tensor.dim() != 4:
+            raise ValueError(f"{name} must be 4-D {layout}, got shape {tuple(tensor.shape)}")
+    if not q.shape == k.shape == v.shape:
+        raise ValueError(
+            f"q, k and v must have the same shape {layout}, got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )

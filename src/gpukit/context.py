@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from gpukit._checks import check_choice, check_int, check_type
+from gpukit._checks import check_choice, check_int, check_qkv, check_type
 from gpukit.parallel import rank_device
 
 __all__ = [
@@ -162,17 +162,7 @@ def ring_attention(
         >>> [run["max_abs_diff"] < 1e-5 for run in runs]
         [True, True]
     """
-    for name, tensor in (("q", q), ("k", k), ("v", v)):
-        check_type(tensor, name, torch.Tensor, "a torch.Tensor")
-        if tensor.dim() != 4:
-            raise ValueError(
-                f"{name} must be 4-D (batch, heads, n_local, d), got {tuple(tensor.shape)}"
-            )
-    if not q.shape == k.shape == v.shape:
-        raise ValueError(
-            f"q, k and v must have one shape, got {tuple(q.shape)}, {tuple(k.shape)}, "
-            f"{tuple(v.shape)}"
-        )
+    check_qkv(q, k, v, layout="(batch, heads, n_local, d)")
     check_choice(layout, "layout", LAYOUTS)
     check_type(causal, "causal", bool, "a bool")
     if stats is not None:

@@ -19,7 +19,7 @@ import sys
 
 import torch
 
-from gpukit._checks import check_int, check_type
+from gpukit._checks import check_int, check_qkv, check_type
 
 __all__ = ["flash_attention"]
 
@@ -72,17 +72,7 @@ def flash_attention(
         >>> out.shape
         torch.Size([1, 2, 40, 16])
     """
-    for name, tensor in (("q", q), ("k", k), ("v", v)):
-        check_type(tensor, name, torch.Tensor, "a torch.Tensor")
-        if tensor.dim() != 4:
-            raise ValueError(
-                f"{name} must be 4-D (batch, heads, n, d), got shape {tuple(tensor.shape)}"
-            )
-    if not q.shape == k.shape == v.shape:
-        raise ValueError(
-            "q, k and v must have the same shape (batch, heads, n, d), got "
-            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        )
+    check_qkv(q, k, v)
     if not q.dtype == k.dtype == v.dtype or q.dtype not in _DTYPES:
         raise TypeError(
             f"q, k and v must share one dtype of float32, float16, bfloat16, got {q.dtype}, "
