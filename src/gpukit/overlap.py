@@ -249,6 +249,17 @@ def overlap_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[s
     return runs if rank == 0 else None
 
 
+def _merge_close(intervals: list[tuple[float, float]], gap: float) -> list[tuple[float, float]]:
+    """Sorted ``(start, end)`` intervals with those less than ``gap`` apart joined."""
+    merged: list[tuple[float, float]] = []
+    for start, end in intervals:
+        if merged and start - merged[-1][1] < gap:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def plot_overlap(runs: dict[str, dict[str, Any]]) -> Any:
     """Draw the timelines of :func:`overlap_worker`'s runs, one band per run: computing above,
     the main thread's calls into the collectives in the middle, communication below. Returns a
@@ -272,13 +283,20 @@ def plot_overlap(runs: dict[str, dict[str, Any]]) -> Any:
     labels = {"compute": "computing", "wait": "calls into collectives", "comm": "collectives"}
     rows = {"compute": 0.45, "wait": 0.2, "comm": -0.05}
     names = list(runs)
+    # Intervals closer than half a percent of the axis (two points of the figure) look like one
+    # bar: drawn as one, and without edges or clipping (the bars lie inside the axes), they
+    # keep the figure's SVG small (a step has hundreds of short operations).
+    span = max((e for run in runs.values() for k in rows for _, e in run[k]), default=0.0)
     for i, name in enumerate(reversed(names)):
         for kind, offset in rows.items():
-            bars = [(s * 1e3, (e - s) * 1e3) for s, e in runs[name][kind]]
+            merged = _merge_close(sorted(runs[name][kind]), gap=span / 200)
+            bars = [(s * 1e3, (e - s) * 1e3) for s, e in merged]
             ax.broken_barh(
                 bars,
                 (i + offset - 0.05, 0.2),
                 color=colors[kind],
+                linewidth=0,
+                clip_on=False,
                 label=labels[kind] if i == 0 else None,
             )
     ax.set_yticks([i + 0.3 for i in range(len(names))], list(reversed(names)))
