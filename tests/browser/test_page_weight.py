@@ -72,6 +72,9 @@ def test_each_plot_is_a_small_svg() -> None:
 # slow network gets it in seconds. MathJax alone was 1.2 MB; KaTeX's typeset HTML and stylesheet
 # with the few fonts a page's math uses add tens of KB.
 PAGE_WEIGHT = 500_000
+# The search page also loads the search index, which holds the words of every page and so grows
+# with the site (zh: 298 KB, 81 KB gzipped, with 35 pages a language): it is weighed on its own.
+SEARCH_INDEX = 400_000
 # A script in the <head> without async or defer stops the page from showing until it has run.
 BLOCKING_SCRIPT = 20_000
 # Every response of a page, with its size; the page's own figures are the images under _images
@@ -104,6 +107,8 @@ def weigh(context, url: str) -> tuple[dict[str, int], list[str]]:
 def test_page_loads_at_most_500_kb_besides_its_figures(browser, site, name: str) -> None:
     loaded, blocking = weigh(browser.new_context(), site.url(name))
     weight = {url: size for url, size in loaded.items() if "/_images/" not in url}
+    index = {url: weight.pop(url) for url in list(weight) if "/searchindex.js" in url}
+    assert sum(index.values()) <= SEARCH_INDEX, f"{name}'s search index: {index}"
     total = sum(weight.values())
     heaviest = sorted(weight.items(), key=lambda item: -item[1])[:5]
     assert total <= PAGE_WEIGHT, f"{name} loads {total:,} bytes besides figures: {heaviest}"

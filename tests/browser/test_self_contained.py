@@ -39,6 +39,10 @@ class Recorder:
         # which shows up as an error status in on_response.
         if request.failure == "net::ERR_ABORTED" and request.is_navigation_request():
             return
+        # Nor is the icon, which Chromium fetches after the page and abandons when the next page
+        # is opened at once (a missing icon is a 404, in on_response).
+        if request.failure == "net::ERR_ABORTED" and request.url.endswith("/favicon.svg"):
+            return
         self.failed.append(f"{request.failure} {request.url}")
 
     def on_response(self, response) -> None:
