@@ -94,6 +94,10 @@ WIDEN_JS = """
   pre.closest('.cell').append(output);
   const cell = article.querySelector('.table-wrapper td');
   cell.append(' ' + long);
+  // A formula in the cell: KaTeX keeps its MathML in an absolutely positioned box.
+  cell.insertAdjacentHTML('beforeend', ' <span class="math notranslate nohighlight">'
+    + '<span class="katex"><span class="katex-mathml"><math><mi>' + long + '</mi></math>'
+    + '</span><span class="katex-html" aria-hidden="true">x</span></span></span>');
   const math = document.createElement('div');
   math.className = 'math notranslate nohighlight';
   math.innerHTML = '<span class="katex-display"><span class="katex"><span class="katex-html">'
