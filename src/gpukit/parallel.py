@@ -323,6 +323,9 @@ def launch_checked(
             port = s.getsockname()[1]
         job = (world_size, worker, args, backend, port, timeout_s, out)
         start = time.monotonic()
+        # Not torch's elastic launcher (torch.distributed.launcher.api.elastic_launch): it
+        # returns each rank's value too, but its LaunchConfig has no limit on a run's time, so
+        # a hung rank would hold the caller until the collective's own timeout.
         context = mp.start_processes(_entry, job, world_size, join=False, start_method="spawn")
         failure: Exception | None = None
         hung = False
