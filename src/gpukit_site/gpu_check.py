@@ -6,30 +6,28 @@ not the half hour of a full GPU build. It
 1. runs gpukit's CUDA-marked tests (``@pytest.mark.gpus(n)``, tests/conftest.py) with
    ``GPUKIT_REQUIRE_GPUS=1``, so that none can pass by skipping; tests that want more GPUs
    than the machine has are left out, and the report names them;
-2. executes every page's notebook (``docs/en``) with the quick profile, in the kernel
-   environment of the real build (gpukit_site.kernel_env), each page under its own timeout, a few
-   pages at a time, carrying on past a failing page;
+2. executes every page (``docs/en``, read by jupytext as myst-nb reads it) with the quick
+   profile, in the kernel environment of the real build (gpukit_site.kernel_env), a few pages
+   at a time: pytest runs them as notebooks with nbmake and pytest-xdist, and pytest-reportlog
+   writes each result as it comes;
 3. writes ``report.json`` and ``report.txt``: per page ok / failed / timed out / not run, its
-   seconds, the failing cell with its traceback; per test its result; the GPU, torch, Python;
-   and ``recording.json``, every cell's outputs with the machine's provenance
-   (gpukit_site.recordings), which ``nox -s record -- DIR`` imports for the site to show.
+   seconds, the failing cell with the error and Python's whole traceback; per test its result;
+   the GPU, torch, Python; and ``recording.json``, every cell's outputs with the machine's
+   provenance (gpukit_site.recordings), which ``nox -s record -- DIR`` imports for the site.
 
 On a machine without a GPU it does the same (the CUDA tests are then reported as skipped, and
 the pages run their CPU path), so CI tests the check itself.
 
-Usage (from the repository's root, with src/ on the path: nothing needs to be installed;
-MAINTAINERS.md says more)::
+Usage (from the repository's root, with src/ on the path: MAINTAINERS.md says more)::
 
     nox -s gpu-check -- prepare        # with a network: the offline folder (.gpu-check/offline)
     PYTHONPATH=src python3 -m gpukit_site.gpu_check run   # anywhere: installs from it, checks
 
 ``run`` uses the Python that runs it and its torch (never installing torch). What the check
-needs besides (ipykernel, nbclient, jupytext, pytest: the ``gpu-check`` dependency group) is
-taken from that Python if it has it, else installed with ``pip --no-index`` from the prepared
-folder into a virtual environment (.gpu-check/venv) that sees the Python's own packages.
-``nox -s gpu-check`` does the same with a network.
-
-The script itself needs only the standard library until it has installed what it needs.
+needs besides (the ``gpu-check`` dependency group) is taken from that Python if it has it, else
+installed with ``pip --no-index`` from the prepared folder into a virtual environment
+(.gpu-check/venv) that sees the Python's own packages. Until then only the standard library is
+used.
 """
 
 from __future__ import annotations
@@ -46,13 +44,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tomllib
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from xml.etree import ElementTree
 
 from gpukit_site import recordings
 from gpukit_site.kernel_env import (
@@ -66,7 +61,6 @@ from gpukit_site.kernel_env import (
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"  # gpukit and this package: on the PYTHONPATH of every process the check starts
 MODULE = "gpukit_site.gpu_check"
-
 WORK = ROOT / ".gpu-check"  # ignored by git; the device tool can still carry it
 OFFLINE = WORK / "offline"
 GROUP = "gpu-check"  # the dependency group in pyproject.toml: what the check installs
@@ -80,17 +74,30 @@ PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x8
 # 1,000, ResNet-18 512 / 256; profiling 16 batches); tests/test_gpu_check.py checks the bound.
 SUBSET = {"train": 10_000, "test": 2_000}
 PROFILE = "quick"
-# Seconds a page's worker gets past its timeout (interrupting the cell, its traceback, the
-# kernel's shutdown) before it is killed.
-GRACE = 30
 KERNEL = "gpu-check"  # the kernelspec the pages run in: this Python, whatever Jupyter has
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Seconds kept back from the budget for writing the report after the pages' run is stopped.
+MARGIN = 15
+SHUTDOWN = 15  # seconds for a kernel whose cell timed out to stop (jupyter_client's 5 s and more)
 CODE_CELL = re.compile(r"^`{3,}\{code-cell\}", re.MULTILINE)
-# Statuses of a page.
 OK = "ok"
 FAILED = "failed"
 TIMED_OUT = "timed out"
 NOT_RUN = "not run"
+# Added to the build's IPython profile for the check: each error's whole traceback goes to a
+# file in the page's folder (the kernel's working directory); the page's output stays the
+# build's short form, so the recording holds what the site would show.
+FULL_TRACEBACK = """
+def _full_traceback(shell, etype, value, tb, tb_offset=None):
+    import traceback
+
+    with open("full-traceback.txt", "a", encoding="utf-8") as f:
+        f.write("".join(traceback.format_exception(etype, value, tb)))
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
+
+
+get_ipython().set_custom_exc((Exception,), _full_traceback)
+del _full_traceback
+"""
 
 
 # -- Prepare (on a machine with a network) --------------------------------------------------
@@ -105,9 +112,8 @@ def tracked_size(root: Path) -> int:
     names = subprocess.run(
         ["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True
     ).stdout.split(b"\0")
-    return sum(
-        (root / os.fsdecode(n)).stat().st_size for n in names if (root / os.fsdecode(n)).is_file()
-    )
+    paths = [root / os.fsdecode(name) for name in names]
+    return sum(path.stat().st_size for path in paths if path.is_file())
 
 
 def folder_size(folder: Path) -> int:
@@ -153,63 +159,53 @@ def write_subset(source: Path, target: Path, counts: dict[str, int] = SUBSET) ->
             (target / name).write_bytes(gzip.compress(head + body, mtime=0))
 
 
-def download_wheels(folder: Path, pythons: Iterable[str], packages: list[str]) -> None:
-    """Wheels of ``packages`` and their dependencies (and pip's own, to install them with),
-    for CPython ``pythons`` on manylinux x86_64: pip resolves for each version in turn."""
-    for version in pythons:
-        abi = "cp" + version.replace(".", "")
-        platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
-        command = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:"]
-        command += [*platforms, "--python-version", version, "--implementation", "cp"]
-        command += ["--abi", abi, "--dest", str(folder), "pip", *packages]
-        subprocess.run(command, check=True)
-
-
 def prepare(folder: Path, pythons: Iterable[str]) -> dict:
-    """Fill ``folder`` (emptied first) with the wheels and the data subset; check its size."""
+    """Fill ``folder`` (emptied first) with the wheels of the check's packages and their
+    dependencies (and pip's own, to install them with) for CPython ``pythons`` on manylinux
+    x86_64, and with the data subset; check its size."""
     from gpukit.data import find_fashion_mnist  # the real files, downloaded if need be
 
     shutil.rmtree(folder, ignore_errors=True)
     pythons = list(pythons)
-    download_wheels(folder / "wheels", pythons, requirements())
+    platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
+    for version in pythons:  # pip resolves for one Python version at a time
+        command = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:"]
+        command += [*platforms, "--python-version", version, "--implementation", "cp"]
+        command += ["--abi", "cp" + version.replace(".", ""), "--dest", str(folder / "wheels")]
+        subprocess.run([*command, "pip", *requirements()], check=True)
     write_subset(find_fashion_mnist(), folder / "fashion-mnist")
-    total = check_size(ROOT, folder)
     manifest = {
         "pythons": pythons,
-        "platforms": list(PLATFORMS),
         "wheels": sorted(p.name for p in (folder / "wheels").glob("*.whl")),
-        "fashion_mnist": {split: n for split, n in SUBSET.items()},
+        "fashion_mnist": SUBSET,
         "bytes": folder_size(folder),
-        "bytes_with_repository": total,
+        "bytes_with_repository": check_size(ROOT, folder),
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
 
 
 # -- Install (offline, on the GPU machine) --------------------------------------------------
-def module_names() -> list[str]:
-    """The modules of the gpu-check group's packages (their names, here)."""
-    return [
-        re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0].replace("-", "_") for req in requirements()
-    ]
+def distributions() -> list[str]:
+    """The names of the gpu-check group's packages."""
+    return [re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0] for req in requirements()]
 
 
-def missing_modules() -> list[str]:
-    """The packages of the gpu-check group this Python cannot import."""
-    import importlib.util
+MISSING = """
+import importlib.metadata, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        print(name)
+"""
 
-    return [name for name in module_names() if importlib.util.find_spec(name) is None]
 
-
-def reusable(venv: Path) -> bool:
-    """Whether an earlier run made ``venv`` from this Python and it has the packages (a
-    second run on the same machine then skips installing)."""
-    python = venv / "bin" / "python"
-    outer = venv / "gpu-check-outer-python"
-    if not outer.is_file() or outer.read_text(encoding="utf-8") != sys.executable:
-        return False
-    command = [python, "-c", "import " + ", ".join(module_names())]
-    return subprocess.run(command, capture_output=True, check=False).returncode == 0
+def missing(python: str | Path = sys.executable) -> list[str]:
+    """The packages of the gpu-check group that ``python`` does not have."""
+    command = [python, "-c", MISSING, *distributions()]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return done.stdout.split() if done.returncode == 0 else distributions()
 
 
 def site_dirs() -> list[str]:
@@ -226,15 +222,17 @@ def install(offline: Path, venv: Path) -> dict:
 
     ``venv --system-site-packages`` would see the base interpreter's packages only, not those of
     a virtual environment running this script, so a .pth file adds this Python's package
-    folders instead (``site.addsitedir`` also reads the .pth files found there)."""
+    folders instead (``site.addsitedir`` also reads the .pth files found there). A second run
+    with the same Python reuses the environment."""
     started = time.monotonic()
     wheels = offline / "wheels"
     python = venv / "bin" / "python"
-    if reusable(venv):
-        seconds = round(time.monotonic() - started, 1)
-        report = {"status": "reused", "from": str(venv), "python": str(python), "log": ""}
-        return report | {"installed": [], "seconds": seconds}
-    print(f"installing {', '.join(missing_modules())} from {wheels} ...", flush=True)
+    made_for = venv / "gpu-check-outer-python"
+    report = {"from": str(wheels), "python": str(python), "installed": [], "log": ""}
+    made_here = made_for.is_file() and made_for.read_text(encoding="utf-8") == sys.executable
+    if made_here and not missing(python):
+        return report | {"status": "reused", "seconds": 0}
+    print(f"installing {', '.join(missing())} from {wheels} ...", flush=True)
     pips = sorted(wheels.glob("pip-*.whl"))
     if not pips:
         raise SystemExit(f"no pip wheel in {wheels}: run `nox -s gpu-check -- prepare`")
@@ -255,11 +253,9 @@ def install(offline: Path, venv: Path) -> dict:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     installed = re.findall(r"Successfully installed (.*)", done.stdout)
     if done.returncode == 0:
-        (venv / "gpu-check-outer-python").write_text(sys.executable, encoding="utf-8")
-    return {
+        made_for.write_text(sys.executable, encoding="utf-8")
+    return report | {
         "status": OK if done.returncode == 0 else FAILED,
-        "from": str(wheels),
-        "python": str(python),
         "installed": installed[0].split() if installed else [],
         "seconds": round(time.monotonic() - started, 1),
         "log": (done.stdout + done.stderr)[-4000:],
@@ -327,7 +323,7 @@ def choose_data(facts: dict, env: dict[str, str], offline: Path) -> dict:
     return {"folder": str(folder), "source": source, "images": counts}
 
 
-# -- The CUDA tests -------------------------------------------------------------------------
+# -- pytest runs: the CUDA tests, then the pages --------------------------------------------
 def gpus_wanted_by(item) -> int | None:
     marker = item.get_closest_marker("gpus")
     if marker is None:
@@ -336,104 +332,95 @@ def gpus_wanted_by(item) -> int | None:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """(A pytest hook: ``-p gpu_check``.) Keep the CUDA-marked tests this machine can run;
-    write the ones that want more GPUs to $GPU_CHECK_LEFT_OUT for the report."""
+    """(A pytest hook: ``-p gpukit_site.gpu_check``.) Keep the CUDA-marked tests this machine
+    can run; the ones that want more GPUs are reported as not run, each with why."""
+    import pytest  # this hook runs in pytest's process; the check itself loads without it
+
     if "GPU_CHECK_GPUS" not in os.environ:  # no GPU: tests/conftest.py skips them, saying why
         return
     found = int(os.environ["GPU_CHECK_GPUS"])
-    keep = []
-    left_out = []
     for item in items:
         wanted = gpus_wanted_by(item)
-        (left_out if wanted is not None and wanted > found else keep).append(item)
-    if left_out:
-        config.hook.pytest_deselected(items=left_out)
-        items[:] = keep
-    record = [{"test": item.nodeid, "gpus": gpus_wanted_by(item)} for item in left_out]
-    Path(os.environ["GPU_CHECK_LEFT_OUT"]).write_text(json.dumps(record), encoding="utf-8")
+        if wanted is not None and wanted > found:
+            why = f"needs {wanted} CUDA GPU(s), this machine has {found}"
+            item.add_marker(pytest.mark.skip(reason=f"{NOT_RUN}: {why}"))
 
 
-def junit_results(path: Path) -> list[dict]:
-    results = []
-    for case in ElementTree.parse(path).iter("testcase"):
-        name = f"{case.get('classname', '')}::{case.get('name')}".lstrip(":")
-        result = "passed"
-        message = ""
-        for tag in ("failure", "error", "skipped"):
-            found = case.find(tag)
-            if found is not None:
-                result = {"failure": "failed", "error": "error", "skipped": "skipped"}[tag]
-                message = (found.get("message") or found.text or "").strip()
-                break
-        results.append(
-            {
-                "test": name,
-                "result": result,
-                "seconds": float(case.get("time", 0)),
-                "message": message,
-            }
+def run_pytest(arguments: list[str], *, env: dict, timeout: float, out: Path, name: str) -> dict:
+    """pytest with ``arguments``, its output in ``logs/<name>.log`` and each result in
+    ``<name>.jsonl`` as it comes (pytest-reportlog), killed with every process it started
+    after ``timeout`` seconds; the results so far, by test."""
+    started = time.monotonic()
+    log = out / "logs" / f"{name}.log"
+    results = out / f"{name}.jsonl"
+    results.unlink(missing_ok=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "pytest", *arguments, f"--report-log={results}"]
+    command += ["-p", "no:cacheprovider", "-q"]
+    with open(log, "wb") as f:
+        process = subprocess.Popen(
+            command, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
         )
+        try:
+            code = process.wait(timeout=max(timeout, 1))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            code = None
+    seconds = round(time.monotonic() - started, 1)
+    return {"exit_code": code, "seconds": seconds, "log": str(log), "results": read_log(results)}
+
+
+def read_log(path: Path) -> dict[str, dict]:
+    """Each test's result from a pytest-reportlog file: passed, failed, error or skipped (or
+    not run, from pytest_collection_modifyitems), its seconds and its message."""
+    results: dict[str, dict] = {}
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    for report in map(json.loads, lines):
+        kind = report["$report_type"]
+        if kind == "CollectReport" and report["outcome"] == "failed":
+            message = str(report["longrepr"])
+            results[report["nodeid"]] = {"result": "error", "seconds": 0.0, "message": message}
+        if kind != "TestReport" or (report["when"] != "call" and report["outcome"] == "passed"):
+            continue
+        entry = results.setdefault(report["nodeid"], {"result": "passed", "seconds": 0.0})
+        entry["seconds"] = round(entry["seconds"] + report["duration"], 2)
+        longrepr = report["longrepr"]
+        if report["outcome"] == "skipped":  # (file, line, "Skipped: why")
+            why = longrepr[2].removeprefix("Skipped: ")
+            result, _, said = why.partition(": ") if why.startswith(NOT_RUN) else ("", "", why)
+            entry |= {"result": result or "skipped", "message": said}
+        elif report["outcome"] == "failed":
+            entry["result"] = "failed" if report["when"] == "call" else "error"
+            # An exception's (serialized ExceptionRepr) or nbmake's (the cell and its traceback)
+            crash = longrepr.get("reprcrash") if isinstance(longrepr, dict) else None
+            entry["message"] = crash["message"] if crash else str(longrepr)
     return results
 
 
 def run_tests(tests: Path, *, env: dict[str, str], gpus: int, timeout: float, out: Path) -> dict:
     """The CUDA-marked tests under ``tests``: required to run where the GPUs are there."""
-    started = time.monotonic()
-    junit = out / "tests.xml"
-    left_out_file = out / "tests-left-out.json"
-    junit.unlink(missing_ok=True)
-    left_out_file.unlink(missing_ok=True)
     env = dict(env)
     env.pop(REQUIRE_GPUS_VAR, None)  # no GPU: they skip, and the report says why
     if gpus:
         # A CUDA test that would skip fails instead; those that want more GPUs than the
-        # machine has are left out (pytest_collection_modifyitems) and named in the report.
+        # machine has are not run (pytest_collection_modifyitems) and named in the report.
         env |= {REQUIRE_GPUS_VAR: "1", "GPU_CHECK_GPUS": str(gpus)}
-        env["GPU_CHECK_LEFT_OUT"] = str(left_out_file)
-    command = [sys.executable, "-m", "pytest", str(tests), "-m", "gpus", "-p", MODULE]
     # A module that cannot be imported is an error in the report, not the end of the others.
-    command += ["-p", "no:cacheprovider", "-q", f"--junitxml={junit}"]
-    command += ["--continue-on-collection-errors"]
-    log = out / "logs" / "tests.log"
-    code = run_logged(command, env=env, cwd=ROOT, timeout=timeout, log=log)
-    report = {"seconds": round(time.monotonic() - started, 1), "log": str(log)}
-    report["required"] = bool(gpus)
-    if code is None:
-        return report | {"status": TIMED_OUT, "timeout_s": round(timeout), "results": []}
-    results = junit_results(junit) if junit.is_file() else []
-    if left_out_file.is_file():
-        for entry in json.loads(left_out_file.read_text(encoding="utf-8")):
-            message = f"needs {entry['gpus']} CUDA GPU(s), this machine has {gpus}"
-            results.append(
-                {"test": entry["test"], "result": NOT_RUN, "seconds": 0.0, "message": message}
-            )
-    bad = [r for r in results if r["result"] in ("failed", "error")]
-    status = FAILED if bad or code not in (0, 5) else OK  # 5: pytest collected no test
-    return report | {"status": status, "exit_code": code, "results": results}
+    arguments = [str(tests), "-m", "gpus", "-p", MODULE, "--continue-on-collection-errors"]
+    run = run_pytest(arguments, env=env, timeout=timeout, out=out, name="tests")
+    results = [{"test": test} | entry for test, entry in run.pop("results").items()]
+    if run["exit_code"] is None:
+        status = TIMED_OUT
+    elif run["exit_code"] not in (0, 5) or any(r["result"] in ("failed", "error") for r in results):
+        status = FAILED  # 5: pytest collected no test
+    else:
+        status = OK
+    return run | {"status": status, "required": bool(gpus), "results": results}
 
 
-def run_logged(command: list, *, env: dict, cwd: Path, timeout: float, log: Path) -> int | None:
-    """Run ``command`` with its output in ``log``; None when killed at ``timeout`` seconds
-    (with every process it started: it runs in a session of its own)."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as f:
-        process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            return process.wait(timeout=max(timeout, 1))
-        except subprocess.TimeoutExpired:
-            kill_group(process)
-            return None
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-# -- One page (a worker process per page) ---------------------------------------------------
+# -- The pages ------------------------------------------------------------------------------
 def front_matter(page: Path) -> dict:
     # Imported here: PyYAML (jupytext's dependency) is there once the check's packages are.
     from gpukit_site.ext.front_matter import split_front_matter
@@ -447,194 +434,108 @@ def executed_pages(docs: Path) -> list[Path]:
     return [p for p in pages if front_matter(p).get("file_format") == "mystnb"]
 
 
-def error_text(cell) -> tuple[str, str]:
-    """``(error, traceback)`` of a cell's error output, as the page would show them."""
+def write_notebooks(pages: list[Path], folder: Path) -> None:
+    """Each page as ``folder/<page>/<page>.ipynb``: its own folder is its kernel's working
+    directory, as a temporary folder is for myst-nb."""
+    import jupytext
+
+    for page in pages:
+        notebook = folder / page.stem / f"{page.stem}.ipynb"
+        notebook.parent.mkdir(parents=True)
+        jupytext.write(jupytext.read(page, fmt="md:myst"), notebook)
+
+
+def error_of(cell) -> str:
+    """A cell's error, as the page would show it."""
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
-            traceback = ANSI.sub("", "\n".join(output.get("traceback", [])))
-            return f"{output.get('ename')}: {output.get('evalue')}", traceback
-    return "", ""
+            return f"{output['ename']}: {output['evalue']}"
+    return ""
 
 
-FULL_TRACEBACK = """
-import sys as _s, traceback as _t
-print(''.join(_t.format_exception(_s.last_type, _s.last_value, _s.last_traceback)), end='')
-del _s, _t
-"""
-
-
-def execute_page(
-    page: Path, timeout: float, workdir: Path, progress: Path, record: Path | None = None
-) -> dict:
-    """Execute ``page`` as myst-nb would (its code cells, in order, in a fresh kernel; a cell
-    tagged raises-exception must raise and the others must not), within ``timeout`` seconds.
-    ``record``: where to write the cells' outputs for the recording, whatever the status."""
-    import jupytext
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-    from nbclient.util import run_sync
-
+def failing_cell(page: Path, notebook: dict) -> dict:
+    """Where an executed ``notebook`` of ``page`` went wrong, read from its cells (nbclient
+    records when each cell started and replied): a cell that raised without being tagged
+    raises-exception, one tagged so that did not raise, or one that never replied."""
     text = page.read_text(encoding="utf-8")
-    nb = jupytext.reads(text, fmt="md:myst")
     lines = [text.count("\n", 0, m.start()) + 1 for m in CODE_CELL.finditer(text)]
-    code_cells = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
-    n_cells = len(nb.cells)
-    ordinal = {index: n for n, index in enumerate(code_cells)}
-    started = time.monotonic()
-    deadline = started + timeout
-    state: dict = {"index": None, "cell_started": started, "slowest": None}
-
-    def where(index: int) -> dict:
-        n = ordinal[index]
-        cell = nb.cells[index]
-        return {
-            "cell": n + 1,  # the page's n-th code cell, counting from 1
-            "line": lines[n] if n < len(lines) else None,
-            "tags": list(cell.metadata.get("tags", [])),
-            "source": cell.source,
-        }
-
-    def on_start(cell, cell_index, **_) -> None:
-        if cell_index not in ordinal:  # full_traceback's cell
-            return
-        state["index"] = cell_index
-        state["cell_started"] = time.monotonic()
-        progress.write_text(json.dumps(where(cell_index)), encoding="utf-8")
-
-    def on_executed(cell, cell_index, **_) -> None:
-        if cell_index not in ordinal:
-            return
-        seconds = time.monotonic() - state["cell_started"]
-        if state["slowest"] is None or seconds > state["slowest"]["seconds"]:
-            state["slowest"] = {"cell": ordinal[cell_index] + 1, "seconds": round(seconds, 1)}
-
-    client = NotebookClient(
-        nb,
-        kernel_name=KERNEL,
-        startup_timeout=max(1, min(60, math.ceil(timeout))),
-        timeout_func=lambda cell: max(1, math.ceil(deadline - time.monotonic())),
-        resources={"metadata": {"path": str(workdir)}},
-        on_cell_start=on_start,
-        on_cell_executed=on_executed,
-    )
-    result: dict = {"status": OK}
-    with client.setup_kernel():
-        try:
-            for index in code_cells:
-                client.execute_cell(nb.cells[index], index)
-        except (CellExecutionError, CellTimeoutError, DeadKernelError) as err:
-            index = state["index"]
-            result |= where(index) if index is not None else {}
-            if isinstance(err, CellTimeoutError):
-                result |= {"status": TIMED_OUT, "error": f"no result within {timeout:.0f} s"}
-                with contextlib.suppress(Exception):  # a traceback of where it hung, below
-                    run_sync(client.km.interrupt_kernel)()
-                    time.sleep(2)
-            elif isinstance(err, DeadKernelError):
-                result |= {"status": FAILED, "error": "the kernel died (crash or out of memory)"}
-            else:
-                result["status"] = FAILED
-                result["error"], result["traceback"] = error_text(nb.cells[index])
-            if not isinstance(err, DeadKernelError):
-                result["full_traceback"] = full_traceback(client, nbformat)
-    if result["status"] == OK:
-        for index in code_cells:  # gpukit_site.ext.execution's rule
-            cell = nb.cells[index]
-            if "raises-exception" in cell.metadata.get("tags", []) and not error_text(cell)[0]:
-                result |= where(index)
-                result |= {
-                    "status": FAILED,
-                    "error": "tagged raises-exception, ran without raising",
-                }
-                break
-    result["seconds"] = round(time.monotonic() - started, 1)
-    result["slowest_cell"] = state["slowest"]
-    if record is not None:  # the page's own cells: full_traceback's is appended after them
-        cells, dropped = recordings.from_notebook({"cells": nb.cells[:n_cells]}, page.stem)
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({"cells": cells, "dropped": dropped}), encoding="utf-8")
-    return result
+    cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    for n, cell in enumerate(cells):
+        tagged = "raises-exception" in cell["metadata"].get("tags", [])
+        timing = cell["metadata"].get("execution", {})
+        if "shell.execute_reply" not in timing:
+            error = "no result within the cell's timeout" if timing else ""
+        elif bool(error_of(cell)) != tagged:
+            error = error_of(cell) or "tagged raises-exception, ran without raising"
+        else:
+            continue
+        where = {"cell": n + 1, "line": lines[n] if n < len(lines) else None}
+        return where | {"source": cell["source"], "error": error} if error else {}
+    return {}
 
 
-def full_traceback(client, nbformat) -> str:
-    """Python's whole traceback of the kernel's last error, with files and lines: the page
-    shows only the error's type and message (conf/ipython)."""
-    cell = nbformat.v4.new_code_cell(FULL_TRACEBACK)
-    client.nb.cells.append(cell)  # nbclient writes the outputs into the notebook
-    client.timeout_func = None
-    client.timeout = 10  # a kernel stuck in C code does not answer: leave it
-    try:
-        client.execute_cell(cell, len(client.nb.cells) - 1)
-    except Exception:
-        return ""
-    return ANSI.sub(
-        "", "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
-    )
+def page_entry(page: Path, result: dict | None, folder: Path, gpus: int) -> dict:
+    """The report's entry for ``page``: its pytest ``result`` (None: not finished) and what its
+    executed notebook in ``folder`` shows."""
+    import nbformat
 
-
-# -- The run --------------------------------------------------------------------------------
-def describe(page: Path, gpus: int) -> dict:
     wanted = front_matter(page).get("gpus", 0)
     entry = {"page": page.stem, "gpus_wanted": wanted}
     if wanted > gpus:
         on = f"on {gpus} GPU(s)" if gpus else "on the CPU"
         entry["note"] = f"wants {wanted} GPU(s): ran its fewer-device path {on}"
+    if result is None:
+        return entry | {"status": NOT_RUN, "seconds": 0, "error": "the budget ran out first"}
+    notebook = nbformat.read(folder / f"{page.stem}.ipynb", as_version=4)
+    entry |= {"seconds": round(result["seconds"], 1)} | failing_cell(page, notebook)
+    if "error" not in entry:
+        entry["status"] = OK if result["result"] == "passed" else FAILED
+    elif entry["error"].startswith("no result"):
+        entry["status"] = TIMED_OUT
+    else:
+        entry["status"] = FAILED
+    traceback = folder / "full-traceback.txt"
+    if entry["status"] != OK and traceback.is_file():
+        entry["full_traceback"] = traceback.read_text(encoding="utf-8")
+    if entry["status"] == FAILED and "error" not in entry:  # a failure outside any cell
+        entry["error"] = result.get("message", "")
     return entry
 
 
-def run_page(page: Path, *, env: dict, workdir: Path, out: Path, timeout: float) -> dict:
-    """``page`` in a worker process of its own (``_page``), killed with its kernel GRACE seconds
-    past ``timeout`` if it has not stopped itself; the page's entry in the report."""
-    cwd = Path(tempfile.mkdtemp(prefix=f"{page.stem}-", dir=workdir))
-    result, progress = cwd / "result.json", cwd / "progress.json"
-    log = out / "logs" / f"{page.stem}.log"
-    command = [sys.executable, "-m", MODULE, "_page", str(page), "--timeout", str(timeout)]
-    command += ["--result", str(result), "--progress", str(progress)]
-    command += ["--record", str(workdir / "recorded" / f"{page.stem}.json")]
-    print(f"  started {page.stem} (timeout {timeout:.0f} s)", flush=True)
-    started = time.monotonic()
-    code = run_logged(command, env=env, cwd=cwd, timeout=timeout + GRACE, log=log)
-    entry = {"status": FAILED, "seconds": round(time.monotonic() - started, 1)}
-    if result.is_file():
-        entry |= json.loads(result.read_text(encoding="utf-8"))
-    elif code is None:  # the worker overran its own timeout: what it was doing is in progress
-        entry["status"] = TIMED_OUT
-        if progress.is_file():
-            entry |= json.loads(progress.read_text(encoding="utf-8"))
-    else:
-        entry["error"] = f"the page's worker exited with {code}"
-        entry["traceback"] = log.read_text(encoding="utf-8", errors="replace")[-3000:]
-    print(f"  {entry['status']:9} {page.stem} ({entry['seconds']} s)", flush=True)
-    return entry | {"timeout_s": round(timeout), "log": str(log)}
+def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, out: Path):
+    """The pages under nbmake, ``args.jobs`` at a time, each cell within the page timeout
+    and the budget; their entries and the recording of what they printed."""
+    import nbformat  # jupytext's dependency: there once the check's packages are
+
+    folder = workdir / "pages"
+    write_notebooks(pages, folder)
+    left = args.deadline - time.monotonic() - MARGIN
+    # The kernels' IPython profile: the build's, and the hook that keeps whole tracebacks.
+    ipython = workdir / "ipython"
+    shutil.copytree(Path(env["IPYTHONDIR"]), ipython)
+    startup = ipython / "profile_default" / "startup" / "99-gpu-check.py"
+    startup.write_text(FULL_TRACEBACK, encoding="utf-8")
+    arguments = [str(folder), "--nbmake", f"--nbmake-kernel={KERNEL}", "--overwrite"]
+    # A cell that times out leaves time for its kernel to stop and its result to be written.
+    cell_timeout = max(1, math.floor(min(args.page_timeout, left - SHUTDOWN)))
+    arguments += [f"--nbmake-timeout={cell_timeout}"]
+    arguments += ["-n", str(args.jobs), f"--rootdir={folder}"]
+    env = env | {"IPYTHONDIR": str(ipython)}
+    run = run_pytest(arguments, env=env, timeout=left, out=out, name="pages")
+    results = {Path(test.split("::")[0]).stem: r for test, r in run["results"].items()}
+    entries = [page_entry(page, results.get(page.stem), folder / page.stem, gpus) for page in pages]
+    cells = {}
+    dropped = []
+    for entry in entries:
+        notebook = folder / entry["page"] / f"{entry['page']}.ipynb"
+        if entry["status"] != NOT_RUN:
+            executed = nbformat.read(notebook, as_version=4)
+            cells[entry["page"]], left_out = recordings.from_notebook(executed, entry["page"])
+            dropped += left_out
+    return entries, cells, dropped
 
 
-def run_pages(
-    pages: list[Path], save, *, jobs: int, page_timeout: float, deadline: float, gpus: int, **where
-) -> list[dict]:
-    """``pages``, ``jobs`` at a time, each with its own timeout, all within the budget; after
-    each page ``save`` is called with the results so far."""
-    results: dict[str, dict] = {}
-    lock = threading.Lock()
-
-    def one(page: Path) -> None:
-        # A worker past its timeout is killed GRACE seconds later; the last seconds after
-        # that are kept for the report: so no page outlives the budget.
-        timeout = min(page_timeout, deadline - time.monotonic() - GRACE - 15)
-        if timeout < 15:
-            why = "the check's time budget was spent before it could start"
-            entry = {"status": NOT_RUN, "seconds": 0, "error": why}
-        else:
-            entry = run_page(page, timeout=timeout, **where)
-        with lock:
-            results[page.stem] = describe(page, gpus) | entry
-            save([results[p.stem] for p in pages if p.stem in results])
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, pages))  # in order: once one cannot start, no later one can
-    return [results[p.stem] for p in pages]
-
-
+# -- The report -----------------------------------------------------------------------------
 def summary(report: dict) -> str:
     """The report's short text form."""
     m = report["machine"]
@@ -663,59 +564,44 @@ def summary(report: dict) -> str:
     counts = ", ".join(f"{n:,} {split}" for split, n in data.get("images", {}).items())
     lines.append(f"data: {data['folder']} ({data['source']}{'; ' + counts if counts else ''})")
     tests = report["tests"]
-    if tests["status"] == "skipped":
-        lines.append(f"CUDA tests: skipped ({tests['why']})")
-    else:
-        counts = {}
-        for r in tests["results"]:
-            counts[r["result"]] = counts.get(r["result"], 0) + 1
-        said = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "none collected"
-        required = f" with {REQUIRE_GPUS_VAR}=1" if tests.get("required") else ""
-        lines.append(f"CUDA tests{required}: {tests['status']}: {said} ({tests['seconds']} s)")
-        for r in tests["results"]:
-            if r["result"] in ("failed", "error", "skipped", NOT_RUN):
-                first = (r["message"].splitlines() or [""])[0][:160]
-                lines.append(f"  {r['result']:9} {r['test']}: {first}")
+    tally = {}
+    for r in tests["results"]:
+        tally[r["result"]] = tally.get(r["result"], 0) + 1
+    said = ", ".join(f"{n} {what}" for what, n in sorted(tally.items())) or "none collected"
+    required = f" with {REQUIRE_GPUS_VAR}=1" if tests.get("required") else ""
+    lines.append(f"CUDA tests{required}: {tests['status']}: {said} ({tests['seconds']} s)")
+    for r in tests["results"]:
+        if r["result"] != "passed":
+            lines.append(f"  {r['result']:9} {r['test']}: {r['message'].splitlines()[0][:160]}")
     pages = report["pages"]
-    counts = {s: sum(p["status"] == s for p in pages) for s in (OK, FAILED, TIMED_OUT, NOT_RUN)}
-    lines.append("pages: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    tally = {s: sum(p["status"] == s for p in pages) for s in (OK, FAILED, TIMED_OUT, NOT_RUN)}
+    lines.append("pages: " + ", ".join(f"{n} {s}" for s, n in tally.items()))
     for p in pages:
         where = f" cell {p['cell']} ({p['page']}.md:{p['line']})" if p.get("cell") else ""
         error = (p.get("error") or "").splitlines()
         said = f": {error[0][:160]}" if error else ""
         note = f" [{p['note']}]" if p.get("note") else ""
         lines.append(f"  {p['status']:9} {p['page']:24} {p['seconds']:6.1f} s{where}{said}{note}")
-    recording = report.get("recording") or {}
-    if recording.get("path"):
-        lines.append(recordings.said(recording))
-    elif recording:
-        lines.append(f"recording: none ({recording['why']})")
+    recording = report["recording"]
+    lines.append(recordings.said(recording) if recording.get("path") else recording["why"])
     lines += [f"skipped: {s}" for s in report["skipped"]]
-    if not report.get("complete", True):
-        lines.append("INCOMPLETE: the check is still running, or was stopped before its end")
+    if not report["complete"]:
+        lines.append("INCOMPLETE: the pages are running, or the check was stopped before them")
     return "\n".join(lines) + "\n"
 
 
-def save_recording(out: Path, recorded: Path, done: list[dict], provenance: dict | None) -> dict:
-    """``out/recording.json``: the pages' outputs so far, with the machine's provenance."""
-    found = [p["page"] for p in done if (recorded / f"{p['page']}.json").is_file()]
-    if provenance is None:
-        return {"path": None, "why": "torch could not say which machine this is"}
-    if not found:
-        return {"path": None, "why": "no page has run yet"}
-    cells = {}
-    dropped = []
-    for page in found:
-        done = json.loads((recorded / f"{page}.json").read_text(encoding="utf-8"))
-        cells[page] = done["cells"]
-        dropped += done["dropped"]
-    return recordings.write(out, provenance, cells, dropped)
+def save(report: dict, out: Path) -> str:
+    """Write ``report.json`` and ``report.txt``; the text."""
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    text = summary(report)
+    (out / "report.txt").write_text(text, encoding="utf-8")
+    return text
 
 
 def check(args: argparse.Namespace) -> int:
     """``run``, once the check's packages can be imported."""
     started = time.monotonic() - float(os.environ.pop("GPU_CHECK_ELAPSED", "0"))
-    deadline = started + args.budget
+    args.deadline = started + args.budget
     out = args.out.resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="gpu-check-"))
@@ -749,10 +635,10 @@ def check(args: argparse.Namespace) -> int:
         )
     print(f"GPU check: {facts.get('machine') or facts.get('error')}", flush=True)
     if args.no_tests:
-        report["tests"] = {"status": "skipped", "why": "--no-tests", "results": []}
+        report["tests"] = {"status": "skipped", "seconds": 0, "results": []}
     else:
         print("CUDA tests ...", flush=True)
-        budget = min(args.tests_timeout, deadline - time.monotonic() - 60)
+        budget = min(args.tests_timeout, args.deadline - time.monotonic() - 60)
         report["tests"] = run_tests(args.tests, env=env, gpus=gpus, timeout=budget, out=out)
     pages = executed_pages(args.docs)
     if args.pages:
@@ -761,30 +647,22 @@ def check(args: argparse.Namespace) -> int:
             raise SystemExit(f"--pages: no executed page named {', '.join(sorted(unknown))}")
         pages = [p for p in pages if p.stem in args.pages]
     print(f"{len(pages)} page(s), {args.jobs} at a time ...", flush=True)
-
-    def save(done: list[dict], complete: bool = False) -> str:
-        """Write the report so far: a check killed from outside still leaves one."""
-        report.update(complete=complete, pages=done)
-        report["recording"] = save_recording(out, workdir / "recorded", done, provenance)
-        report["seconds"] = round(time.monotonic() - started, 1)
-        (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-        text = summary(report)
-        (out / "report.txt").write_text(text, encoding="utf-8")
-        return text
-
-    save([])
-    done = run_pages(
-        pages,
-        save,
-        jobs=args.jobs,
-        page_timeout=args.page_timeout,
-        deadline=deadline,
-        gpus=gpus,
-        env=env,
-        workdir=workdir,
-        out=out,
+    # A report before the pages run: a check stopped from outside still leaves one, and the
+    # pages' results come in pages.jsonl as each page ends.
+    report |= {"pages": [], "complete": False, "seconds": round(time.monotonic() - started, 1)}
+    report["recording"] = {"path": None, "why": "no recording: the pages have not run"}
+    save(report, out)
+    report["pages"], cells, dropped = run_pages(
+        pages, env=env, workdir=workdir, args=args, gpus=gpus, out=out
     )
-    print(save(done, complete=True), end="")
+    if provenance is None:
+        report["recording"] = {"path": None, "why": "no recording: torch could not say"}
+    elif not cells:
+        report["recording"] = {"path": None, "why": "no recording: no page ran"}
+    else:
+        report["recording"] = recordings.write(out, provenance, cells, dropped)
+    report |= {"complete": True, "seconds": round(time.monotonic() - started, 1)}
+    print(save(report, out), end="")
     shutil.rmtree(workdir, ignore_errors=True)
     bad_pages = any(p["status"] != OK for p in report["pages"])
     return 1 if bad_pages or report["tests"]["status"] in (FAILED, TIMED_OUT) else 0
@@ -792,12 +670,12 @@ def check(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     """Install what is missing (offline), then check, in the Python that has it all."""
-    if not missing_modules() or args.no_install:
+    if args.no_install or not missing():
         return check(args)
     started = time.monotonic()
     if not (args.offline / "wheels").is_dir():
         raise SystemExit(
-            f"this Python lacks {', '.join(missing_modules())} and {args.offline} holds no "
+            f"this Python lacks {', '.join(missing())} and {args.offline} holds no "
             "wheels: run `nox -s gpu-check -- prepare` on a machine with a network"
         )
     installed = install(args.offline, args.venv)
@@ -825,19 +703,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     go.add_argument("--out", type=Path, default=WORK / "report", help="default: %(default)s")
     go.add_argument("--budget", type=int, default=600, help="seconds in all (default 600)")
     go.add_argument("--jobs", type=int, default=3, help="pages at a time (default 3)")
-    go.add_argument("--page-timeout", type=int, default=300, help="per page (default 300)")
+    go.add_argument("--page-timeout", type=int, default=300, help="per cell (default 300)")
     go.add_argument("--tests-timeout", type=int, default=180, help="all tests (default 180)")
     go.add_argument("--pages", nargs="+", help="only these pages (names without .md)")
     go.add_argument("--docs", type=Path, default=ROOT / "docs" / "en", help=argparse.SUPPRESS)
     go.add_argument("--tests", type=Path, default=ROOT / "tests" / "gpukit", help=argparse.SUPPRESS)
     go.add_argument("--no-tests", action="store_true", help="pages only")
     go.add_argument("--no-install", action="store_true", help=argparse.SUPPRESS)
-    page = commands.add_parser("_page")  # one page, in a worker process of its own
-    page.add_argument("page", type=Path)
-    page.add_argument("--timeout", type=float, required=True)
-    page.add_argument("--result", type=Path, required=True)
-    page.add_argument("--progress", type=Path, required=True)
-    page.add_argument("--record", type=Path)
     args = parser.parse_args(argv)
     if args.command == "run" and args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -846,28 +718,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    if args.command == "prepare":
-        manifest = prepare(args.dir, args.python)
-        print(
-            f"{args.dir}: {len(manifest['wheels'])} wheels for CPython {', '.join(args.python)} "
-            f"and Fashion-MNIST's first {SUBSET['train']:,} / {SUBSET['test']:,} images; "
-            f"{manifest['bytes'] / 2**20:.1f} MiB, {manifest['bytes_with_repository'] / 2**20:.1f} "
-            f"MiB with the repository (limit {SIZE_LIMIT / 2**20:.0f} MiB)"
-        )
-        return 0
-    if args.command == "_page":
-        try:
-            result = execute_page(
-                args.page, args.timeout, Path.cwd(), args.progress, record=args.record
-            )
-        except Exception as err:  # e.g. the kernel did not start: a failed page, said so
-            import traceback
-
-            result = {"status": FAILED, "error": f"{type(err).__name__}: {err}"}
-            result["traceback"] = traceback.format_exc()
-        args.result.write_text(json.dumps(result), encoding="utf-8")
-        return 0
-    return run(args, argv)
+    if args.command == "run":
+        return run(args, argv)
+    manifest = prepare(args.dir, args.python)
+    print(
+        f"{args.dir}: {len(manifest['wheels'])} wheels for CPython {', '.join(args.python)} "
+        f"and Fashion-MNIST's first {SUBSET['train']:,} / {SUBSET['test']:,} images; "
+        f"{manifest['bytes'] / 2**20:.1f} MiB, {manifest['bytes_with_repository'] / 2**20:.1f} "
+        f"MiB with the repository (limit {SIZE_LIMIT / 2**20:.0f} MiB)"
+    )
+    return 0
 
 
 if __name__ == "__main__":
