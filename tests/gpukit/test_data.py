@@ -1,9 +1,14 @@
-"""Tests of gpukit.data: IDX parsing, the data search, the loaders, offline throughout."""
+"""Tests of gpukit.data: IDX parsing, the data search, the loaders, offline throughout.
+
+The IDX files are read through :func:`gpukit.data.load_data_fashion_mnist`, as pages read them:
+a damaged file in the data folder must be an error naming it.
+"""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import urllib.error
 from pathlib import Path
 
@@ -33,7 +38,6 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         raise urllib.error.URLError("offline (test)")
 
     monkeypatch.setattr(gd, "_fetch", offline)
-    gd._decode.cache_clear()
 
 
 def cache_folder(tmp_path: Path) -> Path:
@@ -42,50 +46,59 @@ def cache_folder(tmp_path: Path) -> Path:
 
 # ---------------------------------------------------------------- IDX files
 
-
-def read_idx(path: Path, magic: int = 2049):
-    return gd._read_idx(Path(path), magic)
+TRAIN_IMAGES, TRAIN_LABELS = gd.FILES["train"]
 
 
-def test_read_idx_reads_gzip(tmp_path, write_idx):
-    array = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
-    got = read_idx(write_idx(tmp_path / "a-idx3-ubyte.gz", array, magic=2051), 2051)
-    assert got.dtype == np.uint8
-    np.testing.assert_array_equal(got, array)
+def test_images_are_read_exactly_from_gzip(fake_fashion_mnist, write_idx):
+    folder = fake_fashion_mnist()
+    images = np.random.default_rng(3).integers(0, 256, size=(50, 28, 28), dtype=np.uint8)
+    write_idx(folder / TRAIN_IMAGES, images, magic=2051)
+    train_iter, _ = load_data_fashion_mnist(4, root=folder)  # all 50, in file order
+    X = train_iter.dataset.tensors[0]
+    assert X.shape == (50, 1, 28, 28)
+    np.testing.assert_array_equal((X[:, 0] * 255).round().to(torch.uint8).numpy(), images)
 
 
-def test_read_idx_truncated_gzip_names_file(tmp_path, write_idx):
-    path = write_idx(tmp_path / "cut-idx1-ubyte.gz", np.zeros(5000, np.uint8), magic=2049)
+def test_truncated_gzip_names_file(fake_fashion_mnist, write_idx):
+    folder = fake_fashion_mnist()
+    path = write_idx(folder / TRAIN_LABELS, np.zeros(5000, np.uint8), magic=2049)
     path.write_bytes(path.read_bytes()[:-20])
-    with pytest.raises(ValueError, match=r"cut-idx1-ubyte\.gz.*gzip"):
-        read_idx(path)
+    with pytest.raises(ValueError, match=r"train-labels-idx1-ubyte\.gz.*gzip"):
+        load_data_fashion_mnist(4, root=folder)
 
 
-def test_read_idx_corrupt_gzip_names_file(tmp_path, write_idx):
-    path = write_idx(tmp_path / "bad-idx1-ubyte.gz", np.arange(200, dtype=np.uint8))
+def test_corrupt_gzip_names_file(fake_fashion_mnist, write_idx):
+    folder = fake_fashion_mnist()
+    path = write_idx(folder / TRAIN_LABELS, np.arange(200, dtype=np.uint8))
     raw = bytearray(path.read_bytes())
     raw[20:40] = b"\xff" * 20  # damage the deflate stream
     path.write_bytes(bytes(raw))
-    with pytest.raises(ValueError, match=r"bad-idx1-ubyte\.gz"):
-        read_idx(path)
+    with pytest.raises(ValueError, match=r"train-labels-idx1-ubyte\.gz"):
+        load_data_fashion_mnist(4, root=folder)
     path.write_text("this is not gzip")
-    with pytest.raises(ValueError, match=r"bad-idx1-ubyte\.gz: not a complete gzip file"):
-        read_idx(path)
+    with pytest.raises(ValueError, match=r"train-labels-idx1-ubyte\.gz: not a complete gzip file"):
+        load_data_fashion_mnist(4, root=folder)
 
 
-def test_read_idx_wrong_magic_names_file_and_numbers(tmp_path, write_idx):
-    path = write_idx(tmp_path / "labels.gz", np.zeros(3, np.uint8), magic=2049)
-    with pytest.raises(ValueError, match=r"labels\.gz: magic number 2049, expected 2051"):
-        read_idx(path, magic=2051)
+def test_wrong_magic_names_file_and_numbers(fake_fashion_mnist, write_idx):
+    # Images where the labels belong (the magic number of 3 dimensions, not 1)
+    folder = fake_fashion_mnist()
+    write_idx(folder / TRAIN_LABELS, np.zeros((50, 28, 28), np.uint8), magic=2051)
+    with pytest.raises(
+        ValueError, match=r"train-labels-idx1-ubyte\.gz: magic number 2051, expected 2049"
+    ):
+        load_data_fashion_mnist(4, root=folder)
 
 
 @pytest.mark.parametrize("size", [16 + 2351, 16 + 2353, 16 + 1652, 9])
-def test_read_idx_size_must_match_header_exactly(tmp_path, size):
+def test_size_must_match_header_exactly(fake_fashion_mnist, size):
+    folder = fake_fashion_mnist()
     payload = (gd_header(2051, (3, 28, 28)) + bytes(3 * 28 * 28 + 1))[:size]
-    path = tmp_path / "short.gz"
-    path.write_bytes(gzip.compress(payload))
-    with pytest.raises(ValueError, match=rf"short\.gz: the header .* holds {size} bytes"):
-        read_idx(path, magic=2051)
+    (folder / TRAIN_IMAGES).write_bytes(gzip.compress(payload))
+    with pytest.raises(
+        ValueError, match=rf"train-images-idx3-ubyte\.gz: the header .* holds {size} bytes"
+    ):
+        load_data_fashion_mnist(4, root=folder)
 
 
 def gd_header(magic: int, dims: tuple[int, ...]) -> bytes:
@@ -252,7 +265,8 @@ def test_loader_shapes_types_and_ranges(fake_fashion_mnist):
     assert X.min() >= 0.0 and X.max() <= 1.0
     assert len(train_iter.dataset) == 50 and len(test_iter.dataset) == 20
     assert sum(len(y) for _, y in train_iter) == 50
-    images = read_idx(folder / gd.FILES["train"][0], 2051)
+    raw = gzip.decompress((folder / TRAIN_IMAGES).read_bytes())
+    images = np.frombuffer(raw, np.uint8, offset=16).reshape(50, 28, 28)
     first = train_iter.dataset.tensors[0][0, 0]
     np.testing.assert_allclose(first.numpy(), images[0] / 255, rtol=1e-6)
 
@@ -340,22 +354,22 @@ def test_truncated_data_file_is_an_error_not_a_smaller_set(fake_fashion_mnist):
         load_data_fashion_mnist(4, root=folder)
 
 
-def test_decoded_arrays_are_cached_until_the_file_changes(fake_fashion_mnist, monkeypatch):
+def test_decoded_arrays_are_cached_until_the_file_changes(fake_fashion_mnist):
+    # Once read, the four files are not read again while their sizes and modification times
+    # stay: after each is overwritten with zeros of its size and given back its time, loading
+    # still works (a new read would fail); a file rewritten otherwise is read again.
     folder = fake_fashion_mnist()
-    calls: list[str] = []
-    real_read_idx = gd._read_idx
-
-    def counting(path, magic):
-        calls.append(Path(path).name)
-        return real_read_idx(path, magic)
-
-    monkeypatch.setattr(gd, "_read_idx", counting)
     load_data_fashion_mnist(4, root=folder)
-    load_data_fashion_mnist(8, root=folder, n_train=5)
-    assert len(calls) == 4
+    for name in ALL_NAMES:
+        path = folder / name
+        stat = path.stat()
+        path.write_bytes(bytes(stat.st_size))
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    train_iter, test_iter = load_data_fashion_mnist(8, root=folder, n_train=5)
+    assert len(train_iter.dataset) == 5 and len(test_iter.dataset) == 20
     fake_fashion_mnist(folder, n_train=60)  # rewrite: other size, so another cache key
     train_iter, _ = load_data_fashion_mnist(4, root=folder)
-    assert len(calls) == 8 and len(train_iter.dataset) == 60
+    assert len(train_iter.dataset) == 60
 
 
 def test_cached_arrays_are_not_modified_by_loaders(fake_fashion_mnist):
