@@ -24,9 +24,11 @@ __all__ = [
     "PEAK_TFLOPS",
     "Measurement",
     "copy_bandwidth",
+    "float32_matmul",
     "launch_latency",
     "matmul_dtypes",
     "matmul_throughput",
+    "peak_tflops",
     "time_op",
 ]
 
@@ -123,7 +125,26 @@ def _label(device: torch.device) -> str:
     return f"cpu ({threads} thread{'s' if threads != 1 else ''})"
 
 
-def _peak_tflops(name: str, dtype: str) -> float | None:
+def peak_tflops(name: str, dtype: str) -> float | None:
+    """The dense data-sheet peak of the GPU called ``name`` for ``dtype``, in TFLOP/s.
+
+    ``name`` is what ``torch.cuda.get_device_name()`` says (``"NVIDIA H100 80GB HBM3"``) or a
+    key of :data:`PEAK_TFLOPS`; ``dtype`` is ``'fp32'``, ``'tf32'``, ``'bf16'`` or ``'fp16'``.
+    Device names carry more than the model (memory, form factor), so each model is recognised
+    by a pattern, and a name that contains another model's (a GB200 contains "B200") is told
+    apart. ``None`` where the table has no peak: a GPU it does not list, a variant with other
+    clocks and power (H200 NVL, RTX 4090 D), a MIG slice or a laptop GPU, or a format without a
+    tensor-core path on that GPU (TF32 before Ampere). :func:`matmul_throughput` compares its
+    measurement with this peak.
+
+    Example:
+        >>> peak_tflops("NVIDIA H100 80GB HBM3", "bf16"), peak_tflops("NVIDIA H100 PCIe", "bf16")
+        (989.5, 756.5)
+        >>> peak_tflops("NVIDIA H100 80GB HBM3 MIG 1g.10gb", "bf16") is None  # a seventh of it
+        True
+    """
+    check_type(name, "name", str, "a str such as torch.cuda.get_device_name()")
+    check_choice(dtype, "dtype", _DTYPES)
     if re.search(r"\b(MIG|Laptop)\b", name, flags=re.IGNORECASE):
         return None  # a slice of the GPU, or one with lower clocks and power
     for pattern, model in _MODEL_PATTERNS:
@@ -301,20 +322,42 @@ def matmul_dtypes(device: str | torch.device | None = None) -> list[str]:
     return ["fp32", "fp16"] if major == 7 else ["fp32"]
 
 
-@contextlib.contextmanager
-def _float32_matmul(dtype: str) -> Iterator[None]:
-    """Make float32 matmuls exactly IEEE fp32 (``'fp32'``) or TF32 (``'tf32'``), then restore.
+def float32_matmul(dtype: str) -> contextlib.AbstractContextManager[None]:
+    """Run the float32 matrix products of a ``with`` block as ``dtype``, then restore the
+    reader's settings, even after an error.
 
-    ``torch.set_float32_matmul_precision`` sets the legacy flag and the ``fp32_precision`` of
-    cuBLAS and oneDNN together. Setting ``fp32_precision`` alone would leave the legacy flag
-    disagreeing with it, and PyTorch then refuses to read that flag, which cuBLAS reads for
-    float32 matmuls and Inductor when it compiles (pytorch issue 166387). The reader's
-    settings come back exactly, legacy flag first, then each backend's own value.
+    ``'fp32'``: exactly IEEE single precision; ``'tf32'``: on the tensor cores in TF32, which
+    keeps 10 mantissa bits of float32's 23. ``'bf16'`` and ``'fp16'`` change nothing: products
+    of such tensors do not depend on these settings. :func:`matmul_throughput` measures inside
+    this block.
+
+    PyTorch has two settings for it: the global ``torch.set_float32_matmul_precision`` with
+    its legacy ``allow_tf32`` flag, and since 2.9 each backend's ``fp32_precision``. Setting
+    ``fp32_precision`` alone leaves the legacy flag disagreeing with it, and PyTorch then
+    refuses to read that flag, which cuBLAS reads for float32 matmuls and Inductor when it
+    compiles (pytorch issue 166387). ``torch.set_float32_matmul_precision`` sets the legacy
+    flag and the ``fp32_precision`` of cuBLAS and oneDNN together, so the block uses it. On
+    leaving, the reader's settings come back exactly, the legacy one first, then each
+    backend's own value (when the reader's settings already mix both APIs, only the latter).
+
+    Example:
+        >>> before = torch.get_float32_matmul_precision()
+        >>> with float32_matmul("tf32"):
+        ...     print(torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32)
+        high True
+        >>> torch.get_float32_matmul_precision() == before
+        True
     """
+    check_choice(dtype, "dtype", _DTYPES)
     precision = {"fp32": "highest", "tf32": "high"}.get(dtype)
     if precision is None:  # bf16 and fp16 do not depend on these settings
-        yield
-        return
+        return contextlib.nullcontext()
+    return _float32_precision(precision)
+
+
+@contextlib.contextmanager
+def _float32_precision(precision: str) -> Iterator[None]:
+    """The block of :func:`float32_matmul`: ``precision`` is ``'highest'`` or ``'high'``."""
     backends = (torch.backends.cuda.matmul, torch.backends.mkldnn.matmul)
     saved = [backend.fp32_precision for backend in backends]
     try:
@@ -363,7 +406,7 @@ def matmul_throughput(
         for _ in range(2)
     )
     out = torch.empty_like(a)
-    with _float32_matmul(dtype):
+    with float32_matmul(dtype):
         seconds, per_product = _time(
             lambda: torch.matmul(a, b, out=out), dev, repeats=repeats, warmup=2
         )
@@ -377,5 +420,5 @@ def matmul_throughput(
         seconds=seconds,
         value=flops / 1e12 if on_gpu else flops / 1e9,
         unit="TFLOP/s" if on_gpu else "GFLOP/s",
-        peak=_peak_tflops(torch.cuda.get_device_name(dev), dtype) if on_gpu else None,
+        peak=peak_tflops(torch.cuda.get_device_name(dev), dtype) if on_gpu else None,
     )

@@ -112,6 +112,9 @@ CASES = [
     ("launch_latency", (), {"repeats": "many"}, TypeError, "repeats"),
     ("launch_latency", (), {"synchronize_each": 1}, TypeError, "synchronize_each"),
     ("matmul_dtypes", (3,), {}, TypeError, "device"),
+    ("peak_tflops", (0, "fp32"), {}, TypeError, "name"),
+    ("peak_tflops", ("NVIDIA H100 PCIe", "fp8"), {}, ValueError, "dtype"),
+    ("float32_matmul", ("tf16",), {}, ValueError, "dtype"),
     # roofline
     ("arithmetic_intensity", ("1",), {"nbytes": 4}, TypeError, "flops"),
     ("arithmetic_intensity", (1.0, 0), {}, ValueError, "nbytes"),

@@ -9,18 +9,17 @@ import time
 import pytest
 import torch
 
-from gpukit import measure
 from gpukit.measure import (
     PEAK_TFLOPS,
     Measurement,
     copy_bandwidth,
+    float32_matmul,
     launch_latency,
     matmul_dtypes,
     matmul_throughput,
+    peak_tflops,
     time_op,
 )
-
-peak_tflops = measure._peak_tflops
 
 
 # -- Measurement ----------------------------------------------------------------------------
@@ -270,7 +269,7 @@ def test_matmul_leaves_rng_and_precision_settings_alone():
 
 def test_float32_matmul_modes_are_restored_after_an_error():
     before = torch.backends.cuda.matmul.fp32_precision
-    with pytest.raises(RuntimeError), measure._float32_matmul("tf32"):
+    with pytest.raises(RuntimeError), float32_matmul("tf32"):
         assert torch.backends.cuda.matmul.fp32_precision == "tf32"
         raise RuntimeError("boom")
     assert torch.backends.cuda.matmul.fp32_precision == before
@@ -305,7 +304,7 @@ def test_float32_matmul_settings_agree_inside_and_come_back(start, dtype):
     # it must be readable (the two APIs agree) and mean the format measured (issue 166387).
     _reader_settings(start)
     before = _backend_modes()
-    with measure._float32_matmul(dtype):
+    with float32_matmul(dtype):
         assert torch.backends.cuda.matmul.allow_tf32 == (dtype == "tf32")
         assert torch.get_float32_matmul_precision() == ("high" if dtype == "tf32" else "highest")
     assert _backend_modes() == before
