@@ -13,7 +13,6 @@ import torch
 from torch import nn
 
 from gpukit import training
-from gpukit._loop import check_training_arguments
 from gpukit.data import DataNotFoundError, find_fashion_mnist, load_data_fashion_mnist
 from gpukit.models import lenet
 from gpukit.profiles import PROFILES, Workload
@@ -394,21 +393,17 @@ def test_workload_describes_its_image_size():
 
 
 def test_checking_a_loader_leaves_its_shuffle_alone(fake_fashion_mnist):
-    # A DataLoader's iter() draws a seed from its generator: a check that called it would
-    # change the batches of the very run it checks.
+    # A DataLoader's iter() draws a seed from its generator: a check of train_iter that called
+    # it would change the batches of the very run it checks. The run reads one epoch, so the
+    # loader's next epoch is the second of a loader made alike.
     root = fake_fashion_mnist(n_train=48, n_test=20)
-    checked, _ = load_data_fashion_mnist(8, root=root)
+    checked, test_iter = load_data_fashion_mnist(8, root=root)
     fresh, _ = load_data_fashion_mnist(8, root=root)
-    check_training_arguments(
-        net=lenet(),
-        num_epochs=1,
-        lr=0.1,
-        init="xavier",
-        seed=0,
-        schedule="constant",
-        batches={"train_iter": checked},
-    )
-    assert [y.tolist() for _, y in checked] == [y.tolist() for _, y in fresh]
+    train_ch6(lenet(), checked, test_iter, 1, 0.1, "cpu", plot=False, verbose=False)
+    first = [y.tolist() for _, y in fresh]
+    second = [y.tolist() for _, y in fresh]
+    assert first != second
+    assert [y.tolist() for _, y in checked] == second
 
 
 def test_train_ddp_passes_its_run_timeout_to_the_launcher(fake_fashion_mnist, monkeypatch):

@@ -3,13 +3,13 @@ of GPUs of an odd machine and of a usual node: each trains like one process, or 
 it starts with an error that names the sizes it accepts.
 
 The workers of a world size run in one group (``in_sequence``): tensor parallelism, sequence
-parallelism, a pipeline, FSDP (fp32 and bf16), the 2-D mesh, DDP and the ring all-reduce; the
+parallelism, a pipeline, FSDP (fp32 and bf16), the 2-D mesh and the ring all-reduce; DDP runs
+as the pages run it, through ``train_ddp``, which launches its own processes; the
 many-machines page's torchrun script runs as one node of 3 and as two nodes of 4 processes.
 """
 
 from __future__ import annotations
 
-import pickle
 import re
 import socket
 import sys
@@ -31,7 +31,7 @@ from gpukit.sharding import (
     tensor_parallel_ranks,
     tensor_parallel_worker,
 )
-from gpukit.training import _ddp_worker
+from gpukit.training import train_ddp
 
 ROOT = Path(__file__).resolve().parents[2]
 BATCH = 24  # a multiple of 2, 3, 4 and 8: every rank, row and microbatch takes an equal slice
@@ -61,19 +61,6 @@ def test_every_worker_trains_like_one_process_at_world_size(world_size, fake_fas
     config = {"model": model, "batches": batches(), "lr": 0.01}
     rows = 2 if world_size % 2 == 0 else world_size  # 2 x 4, or 3 rows of one rank
     root = fake_fashion_mnist(n_train=2 * BATCH, n_test=BATCH)
-    ddp = {
-        "net": pickle.dumps(lenet()),
-        "num_epochs": 1,
-        "lr": 0.1,
-        "batch_size": BATCH,
-        "n_train": None,
-        "n_test": None,
-        "resize": None,
-        "root": str(root),
-        "init": "xavier",
-        "seed": 0,
-        "schedule": "constant",
-    }
     variants = [{"reshard_after_forward": True}, {"reshard_after_forward": True, "mixed": True}]
     jobs = [
         (tensor_parallel_worker, config),
@@ -81,12 +68,11 @@ def test_every_worker_trains_like_one_process_at_world_size(world_size, fake_fas
         (pipeline_worker, {**config, "schedule": "1f1b", "n_microbatches": world_size}),
         (fsdp_worker, {**config, "variants": variants}),
         (ring_allreduce_demo, 10),
-        (_ddp_worker, ddp),
     ]
     per_rank = launch(in_sequence, world_size, jobs, backend="gloo", run_timeout_s=900)
     reference = RowTransformer(**model)
     reference_steps(reference, config["batches"], 0.01)
-    tp, two_d, _, (fsdp, mixed), _, trained = per_rank[0]
+    tp, two_d, _, (fsdp, mixed), _ = per_rank[0]
     for run in (tp, two_d, fsdp):
         assert_same_weights(run["state"], reference)
     stages = {k: v for rank in per_rank for k, v in rank[2]["state"].items()}
@@ -98,8 +84,22 @@ def test_every_worker_trains_like_one_process_at_world_size(world_size, fake_fas
     )
     assert mixed["collective_bytes"]["all-gather"] == fsdp["collective_bytes"]["all-gather"] // 2
     assert all(rank[4]["max_abs_diff"] < 1e-5 for rank in per_rank)
-    # DDP: one epoch over the fake data on every rank, rank 0's weights back
-    assert trained["n_train"] == 2 * BATCH and len(trained["history"]) == 1
+    # DDP (its own processes, launched by train_ddp): one epoch over the fake data on every
+    # rank, rank 0's weights back
+    trained = train_ddp(
+        world_size,
+        1,
+        0.1,
+        BATCH,
+        net=lenet(),
+        root=root,
+        init="xavier",
+        backend="gloo",
+        run_timeout_s=900,
+        plot=False,
+        verbose=False,
+    )
+    assert trained.n_train == 2 * BATCH and len(trained.history) == 1
 
 
 @pytest.mark.parametrize("world_size", [3, 8])
