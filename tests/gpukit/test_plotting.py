@@ -13,9 +13,10 @@ import xml.etree.ElementTree as ET
 import matplotlib
 import pytest
 import torch
+from matplotlib.figure import Figure
+from matplotlib.path import Path
 
-import gpukit.plotting as gp
-from gpukit.plotting import Animator
+from gpukit.plotting import Animator, figure_to_svg
 
 LEGEND = ["train loss", "train acc", "test acc"]
 
@@ -176,8 +177,8 @@ def elements(svg: str) -> dict[str, int]:
 def test_compaction_keeps_every_element_and_text(training_plot, svg):
     compact = svg
     buffer = io.StringIO()
-    with matplotlib.rc_context({**gp._SVG_RC, "font.sans-serif": gp._FONTS}):
-        training_plot.fig.savefig(buffer, format="svg", metadata=gp._NO_METADATA)
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text, as figure_to_svg
+        training_plot.fig.savefig(buffer, format="svg", facecolor="white", bbox_inches="tight")
     raw = buffer.getvalue()
     assert elements(compact) == elements(raw)
     text = r"<text[^>]*>([^<]*)</text>"
@@ -186,7 +187,13 @@ def test_compaction_keeps_every_element_and_text(training_plot, svg):
 
 
 def test_rounding_keeps_a_tenth_of_a_point():
-    assert gp._round_numbers("M 57.612345 41.46 L -0.04 3") == "M 57.6 41.5 L 0 3"
+    # A marker's path is written in points around its centre, untouched by the figure's
+    # layout: this one is "M 57.612345 -41.46 L -0.04 -3" in matplotlib's SVG (y points down).
+    fig = Figure()
+    marker = Path([(1.1522469, 0.8292), (-0.0008, 0.06)])  # scaled by markersize / 2 / 1.152
+    fig.subplots().plot([0], [0], marker=marker, markersize=115.22469, linestyle="none")
+    paths = re.findall(r'<path id="m\w+" d="([^"]*)"', figure_to_svg(fig))
+    assert "M57.6 -41.5L0 -3" in paths
 
 
 # ---------------------------------------------------------------- display
@@ -200,12 +207,33 @@ class FakeHandle:
         self.updates.append(obj)
 
 
-def test_outside_a_kernel_nothing_is_displayed():
-    assert gp._kernel_display() is None  # pytest is not a Jupyter kernel
+class TerminalShell:
+    """IPython in a terminal: a shell without a kernel, where display() would print a repr."""
+
+
+class KernelShell:
+    kernel = object()
+
+
+@pytest.mark.parametrize("shell", [None, TerminalShell()], ids=["python", "ipython"])
+def test_outside_a_kernel_nothing_is_displayed(monkeypatch, shell):
+    try:
+        import IPython
+        import IPython.display
+    except ImportError:  # IPython is optional: without it there is nothing to display with
+        pass
+    else:
+
+        def display(*args, **kwargs):
+            raise AssertionError("displayed outside a Jupyter kernel")
+
+        monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+        monkeypatch.setattr(IPython.display, "display", display)
     Animator().add(1, 1)
 
 
 def test_in_a_kernel_one_display_then_updates(monkeypatch):
+    ipython = pytest.importorskip("IPython")
     display_module = pytest.importorskip("IPython.display")
     shown: list[tuple[object, object]] = []
     handle = FakeHandle()
@@ -214,7 +242,8 @@ def test_in_a_kernel_one_display_then_updates(monkeypatch):
         shown.append((obj, display_id))
         return handle
 
-    monkeypatch.setattr(gp, "_kernel_display", lambda: fake_display)
+    monkeypatch.setattr(ipython, "get_ipython", KernelShell)
+    monkeypatch.setattr(display_module, "display", fake_display)
     animator = Animator(legend=["a"])
     for x in range(4):
         animator.add(x, x * x)
