@@ -79,13 +79,21 @@ def test_a_changed_recipe_trains_a_new_model(cache, monkeypatch):
     assert len(list(cache.glob("gpt-draft-*.pt"))) == 2
 
 
-def test_the_key_covers_the_source_and_the_profile(cache, monkeypatch):
-    recipe, cpu = small_recipe("target"), torch.device("cpu")
-    key = pretrained._key("target", recipe, cpu)
-    assert key == pretrained._key("target", recipe, cpu)
-    assert key != pretrained._key("draft", recipe, cpu)
+def test_the_cache_covers_the_profile_and_the_source(cache, monkeypatch):
+    # Each change below trains a model of its own (a new file) instead of loading the last;
+    # one step each, since only the files count here.
+    monkeypatch.setattr(pretrained, "_recipe", lambda size: dict(small_recipe(size), steps=1))
+
+    def target_files() -> list:
+        return sorted(cache.glob("gpt-target-*.pt"))
+
+    gpukit.trained_gpt("target")
+    (first,) = target_files()
+    gpukit.trained_gpt("target")  # nothing changed: loaded
+    assert target_files() == [first]
     monkeypatch.setenv("GPUKIT_PROFILE", "full")
-    assert key != pretrained._key("target", recipe, cpu)
+    gpukit.trained_gpt("target")
+    assert len(target_files()) == 2
     monkeypatch.setenv("GPUKIT_PROFILE", "quick")
     real_read = pretrained.pathlib.Path.read_bytes
 
@@ -93,7 +101,8 @@ def test_the_key_covers_the_source_and_the_profile(cache, monkeypatch):
         return real_read(path) + (b"# edited\n" if path.name == "gpt.py" else b"")
 
     monkeypatch.setattr(pretrained.pathlib.Path, "read_bytes", edited)
-    assert key != pretrained._key("target", recipe, cpu)
+    gpukit.trained_gpt("target")
+    assert len(target_files()) == 3
 
 
 def test_bad_size_is_refused(cache):
