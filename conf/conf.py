@@ -68,20 +68,20 @@ exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]
 templates_path = [str(CONF_DIR / "_templates")]
 html_static_path = [str(CONF_DIR / "_static")]
 numfig = True
-# Types from torch, numpy, matplotlib and the standard library cannot be linked: the build is
-# offline, so there are no intersphinx inventories. Everything of gpukit's own must resolve.
+# Types from torch, Triton, numpy, matplotlib and the standard library cannot be linked: the
+# build is offline, so there are no intersphinx inventories. Everything of gpukit's own must
+# resolve.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(torch|numpy|np|matplotlib|collections|os|pathlib|time|types|typing)\..*"),
+    (r"py:.*", r"(torch|triton|numpy|np|matplotlib|collections|os|pathlib|time|types|typing)\..*"),
     (r"py:class", r"gpukit\.\w+\.T"),  # a type variable (pick's), not a class
 ]
 autodoc_member_order = "bysource"
 # The docstrings' examples run with every public name of gpukit in scope, as under pytest.
 doctest_global_setup = "from pathlib import Path\nimport matplotlib\nimport torch\n"
 doctest_global_setup += "from torch import nn\nimport gpukit\nfrom gpukit import *\n"
-# Without a GPU, gpukit.flash's example runs in Triton's interpreter, which Triton chooses when
-# it is first imported (as src/conftest.py does for pytest): the first group sets it.
-doctest_global_setup += "import os\nif not torch.cuda.is_available():\n"
-doctest_global_setup += "    os.environ.setdefault('TRITON_INTERPRET', '1')\n"
+# Without a GPU, the Triton examples (gpukit.flash, gpukit.flash_kernel) run in Triton's
+# interpreter: choose_triton_interpreter sets it before the pages are read.
+doctest_global_setup += "import os\n"
 myst_enable_extensions = MYST_EXTENSIONS
 
 # -- Execution ------------------------------------------------------------------------------
@@ -137,7 +137,19 @@ def add_heading_levels(app, pagename: str, templatename: str, context: dict, doc
             context[part] = context[part].replace(caption, caption + ' aria-level="2"')
 
 
+def choose_triton_interpreter(app) -> None:
+    """The doctest builder runs gpukit's examples in this process, and autodoc imports
+    gpukit.flash_kernel, and with it Triton, while the API pages are read. Triton chooses its
+    interpreter when it is first imported (as src/conftest.py sets it for pytest): without a
+    GPU, it must be chosen before reading."""
+    import torch
+
+    if app.builder.name == "doctest" and not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 def setup(app):
+    app.connect("builder-inited", choose_triton_interpreter)
     app.add_config_value("site_extensions_hash", "", "env", types=[str])
     app.add_config_value("site_language", "en", "html", types=[str])
     app.connect("html-page-context", link_other_language)

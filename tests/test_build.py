@@ -317,6 +317,49 @@ def test_an_api_section_lists_its_modules_public_names(tmp_path: Path) -> None:
     assert listed == gpukit.timing.__all__
 
 
+def _flash_api_site(tmp_path: Path) -> Path:
+    """The fixture site with an API page of gpukit.flash and gpukit.flash_kernel."""
+    site = copy_fixture_site(tmp_path / "src")
+    modules = ("flash", "flash_kernel")
+    sections = [f"## {m}\n\n```{{gpukit-module}} gpukit.{m}\n```\n" for m in modules]
+    (site / "en" / "api.md").write_text("# API\n\n" + "\n".join(sections), "utf-8")
+    index = site / "en" / "index.md"
+    index.write_text(index.read_text("utf-8").replace("page\n", "page\napi\n", 1), "utf-8")
+    return site
+
+
+def test_an_api_section_documents_triton_kernels_with_their_signatures(tmp_path: Path) -> None:
+    """A ``@triton.jit`` kernel is a ``JITFunction`` object, which autodoc alone leaves out of a
+    module's documentation: ``gpukit.flash_kernel``'s section documents each kernel as the
+    function it wraps (gpukit_site.ext.api_reference.TritonKernelDocumenter), every link
+    resolved (those to gpukit.flash in its section)."""
+    pytest.importorskip("triton")
+    build = sphinx_build(_flash_api_site(tmp_path), "en", tmp_path / "out")
+    assert build.returncode == 0, build.log
+    assert not SPHINX_WARNING.search(build.log), build.log
+    html = build.page("api")
+    for kernel in ("attend_blocks", "flash_forward_kernel"):
+        assert f'id="gpukit.flash_kernel.{kernel}"' in html
+    after = html.split('id="gpukit.flash_kernel.attend_blocks">')[1]
+    signature = re.sub(r"<[^>]+>|\s+", "", after)
+    assert signature.startswith("gpukit.flash_kernel.attend_blocks(q,acc,m_i,l_i,"), signature[:80]
+
+
+def test_the_triton_examples_pass_under_sphinx_doctest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nox -s doctest`` runs the API pages' examples in Sphinx's own process, where autodoc
+    has imported gpukit.flash_kernel, and with it Triton, while reading: without a GPU, the
+    interpreter must have been chosen before (conf.py's choose_triton_interpreter), not by the
+    environment the build inherits (tests/gpukit/conftest.py sets it in this one)."""
+    pytest.importorskip("triton")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    off = ("-D", "nb_execution_mode=off", "-D", "suppress_warnings=myst-nb.lexer,mystnb.glue")
+    build = sphinx_build(_flash_api_site(tmp_path), "en", tmp_path / "out", "-b", "doctest", *off)
+    assert build.returncode == 0, build.log
+    assert re.search(r"\b0 failures in tests", build.log), build.log
+
+
 def test_execution_table_and_learning_path_speak_the_pages_language(tmp_path: Path) -> None:
     """The About page's execution table (gpukit_site.ext.provenance) and the index's learning path
     (gpukit_site.ext.learning_path) in each language, with a status every font can show."""

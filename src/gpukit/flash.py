@@ -4,7 +4,7 @@
 one Triton program per block of queries of one head keeps its queries and a partial output on
 chip and streams the blocks of keys and values past them, with an online softmax (a running
 maximum and sum per row), so the score matrix never reaches memory. The kernel itself is in
-``gpukit/_flash_kernel.py``; the FlashAttention page shows it and explains each line.
+:mod:`gpukit.flash_kernel`; the FlashAttention page shows it and explains each line.
 
 Triton must be imported after ``TRITON_INTERPRET`` is set: Triton's interpreter (the only way
 to run the kernel on a CPU) is chosen while Triton defines its own functions. ``import
@@ -28,10 +28,6 @@ _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 def _power_of_two(value: int) -> bool:
     return value & (value - 1) == 0
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def flash_attention(
@@ -104,13 +100,16 @@ def flash_attention(
             "first `import triton`"
             + (" (Triton is already imported)" if "triton" in sys.modules else "")
         )
-    from gpukit._flash_kernel import flash_forward_kernel  # imports Triton: not before here
+    # Triton is imported here, not before: see the module's documentation
+    import triton
+
+    from gpukit.flash_kernel import flash_forward_kernel
 
     # The kernel computes offsets for contiguous (batch, heads, n, d) tensors, in int32.
     q, k, v = (t.contiguous() for t in (q, k, v))
     out = torch.empty_like(q)
     batch, heads, n, _ = q.shape
-    grid = (_cdiv(n, block_m), batch * heads)  # one program per block of queries and head
+    grid = (triton.cdiv(n, block_m), batch * heads)  # one program per block of queries and head
     flash_forward_kernel[grid](
         q, k, v, out, n, math.log2(math.e) / math.sqrt(d),
         HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,

@@ -7,6 +7,9 @@ wrongly. The interpreter is slow, so the shapes are tiny.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -91,3 +94,12 @@ def test_cpu_tensors_need_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> No
     q = torch.zeros(1, 1, 16, 16)
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1 before the first `import triton`"):
         flash_attention(q, q, q)
+
+
+def test_importing_gpukit_leaves_triton_and_the_kernel_module_out() -> None:
+    # A page imports gpukit first, then chooses Triton's interpreter: Triton must not be
+    # imported yet (gpukit.flash_kernel imports it, and so is imported by name only).
+    code = "import sys, gpukit; print(sorted({'triton', 'gpukit.flash_kernel'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    assert not hasattr(gpukit, "flash_forward_kernel")

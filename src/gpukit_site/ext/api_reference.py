@@ -8,11 +8,17 @@ each made from the module itself::
 gives the module's summary table (``autosummary``, one row per name of its ``__all__``, in
 that order) followed by its documentation (``automodule``). The page lists each public name
 once, where the module declares it, so that a name added to ``__all__`` appears on the page.
+
+A Triton kernel (``@triton.jit``) is a ``JITFunction`` object, which autodoc would skip as
+neither a function nor a documented variable: :class:`TritonKernelDocumenter` documents it as
+the function it wraps.
 """
 
 import importlib
+import inspect
 
 from docutils import nodes
+from sphinx.ext.autodoc import FunctionDocumenter
 from sphinx.util.docutils import SphinxDirective
 
 
@@ -43,6 +49,30 @@ class GpukitModule(SphinxDirective):
         return self.parse_text_to_nodes("```{eval-rst}\n" + "\n".join(rst) + "\n```")
 
 
+class TritonKernelDocumenter(FunctionDocumenter):
+    """A ``@triton.jit`` kernel, documented as a function: the signature and the docstring of
+    the Python function it compiles (``kernel.fn``)."""
+
+    objtype = "tritonkernel"
+    directivetype = "function"
+    priority = FunctionDocumenter.priority + 1
+
+    @classmethod
+    def can_document_member(cls, member, membername, isattr, parent) -> bool:
+        return type(member).__name__ == "JITFunction" and inspect.isfunction(
+            getattr(member, "fn", None)
+        )
+
+    def format_args(self, **kwargs) -> str:
+        kernel = self.object
+        self.object = kernel.fn
+        try:
+            return super().format_args(**kwargs)
+        finally:
+            self.object = kernel
+
+
 def setup(app):
     app.add_directive("gpukit-module", GpukitModule)
+    app.add_autodocumenter(TritonKernelDocumenter)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,12 +1,38 @@
-"""The FlashAttention forward kernel in Triton, launched by :func:`gpukit.flash.flash_attention`.
+"""The FlashAttention forward kernel in Triton, shown in full on the FlashAttention page.
 
-Internal: this module imports Triton, which must happen after ``TRITON_INTERPRET`` is decided
-(Triton reads it while it defines its own functions, at import), so :mod:`gpukit.flash`
-imports this module on its first call, never ``import gpukit``.
+:func:`gpukit.flash.flash_attention` checks its arguments and launches
+:func:`flash_forward_kernel`: one program per block of ``BLOCK_M`` queries of one head keeps
+its queries and a partial output on chip, and :func:`attend_blocks` streams the blocks of keys
+and values past them with an online softmax (a running maximum and sum per row), so the
+score matrix never reaches memory. The tensors are contiguous ``(batch, heads, n,
+HEAD_DIM)``, the offsets int32.
+
+Importing this module imports Triton, which chooses its interpreter (the only way to run a
+kernel without a GPU) while it is first imported, if ``TRITON_INTERPRET=1`` is in the
+environment: set it before. So ``import gpukit`` leaves this module out (its names are not in
+``gpukit``'s namespace), and :func:`~gpukit.flash.flash_attention` imports it on its first
+call.
+
+Example (the launch that ``flash_attention`` makes; without a GPU, in the interpreter):
+    >>> import math
+    >>> import torch
+    >>> import torch.nn.functional as F
+    >>> import triton
+    >>> from gpukit import try_gpu
+    >>> from gpukit.flash_kernel import flash_forward_kernel
+    >>> q, k, v = torch.randn(3, 1, 2, 40, 16, device=try_gpu()).unbind(0)  # 40 tokens
+    >>> out = torch.empty_like(q)
+    >>> _ = flash_forward_kernel[(triton.cdiv(40, 16), 1 * 2)](  # query blocks, heads
+    ...     q, k, v, out, 40, math.log2(math.e) / math.sqrt(16),
+    ...     HEAD_DIM=16, BLOCK_M=16, BLOCK_N=16, CAUSAL=True)
+    >>> expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    >>> torch.testing.assert_close(out, expected, atol=1e-2, rtol=0)  # TF32 products on a GPU
 """
 
 import triton
 import triton.language as tl
+
+__all__ = ["attend_blocks", "flash_forward_kernel"]
 
 
 @triton.jit
