@@ -14,10 +14,21 @@ from torch import nn
 
 from gpukit._checks import check_choice, check_int, check_number, check_type
 
-__all__ = ["Residual", "init_weights", "lenet", "lenet_forward", "lenet_params", "resnet18"]
+__all__ = [
+    "LENET_SHAPES",
+    "Residual",
+    "init_weights",
+    "lenet",
+    "lenet_forward",
+    "lenet_params",
+    "resnet18",
+]
 
-# The shapes of the from-scratch LeNet's parameters, in D2L's order W1, b1, ..., W4, b4.
-_LENET_SHAPES = ((20, 1, 3, 3), (20,), (50, 20, 5, 5), (50,), (800, 128), (128,), (128, 10), (10,))
+#: The shapes of the from-scratch LeNet's parameters, in D2L's order ``W1, b1, ..., W4, b4``:
+#: two convolutions (20 kernels of 3 x 3 on one channel, 50 of 5 x 5 on 20 channels) and two
+#: fully connected layers (800 -> 128 -> 10), each with its bias. :func:`lenet_params` makes
+#: tensors of these shapes, and :func:`lenet_forward` accepts no others.
+LENET_SHAPES = ((20, 1, 3, 3), (20,), (50, 20, 5, 5), (50,), (800, 128), (128,), (128, 10), (10,))
 
 
 class Residual(nn.Module):
@@ -122,7 +133,7 @@ def lenet_params(scale: float = 0.01, *, seed: int | None = None) -> list[torch.
     generator = None if seed is None else torch.Generator().manual_seed(seed)
     return [
         torch.randn(shape, generator=generator) * scale if len(shape) > 1 else torch.zeros(shape)
-        for shape in _LENET_SHAPES
+        for shape in LENET_SHAPES
     ]
 
 
@@ -138,7 +149,7 @@ def lenet_forward(X: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
     if X.dim() != 4 or tuple(X.shape[1:]) != (1, 28, 28):
         raise ValueError(f"X must have shape (batch, 1, 28, 28), got {tuple(X.shape)}")
     shapes = [tuple(p.shape) if isinstance(p, torch.Tensor) else p for p in params]
-    if shapes != list(_LENET_SHAPES):
+    if shapes != list(LENET_SHAPES):
         raise ValueError(f"params must be the 8 tensors of lenet_params(), got {shapes}")
     W1, b1, W2, b2, W3, b3, W4, b4 = params
     h1 = F.avg_pool2d(F.relu(F.conv2d(X, W1, b1)), kernel_size=2, stride=2)

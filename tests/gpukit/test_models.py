@@ -8,7 +8,15 @@ import pytest
 import torch
 from torch import nn
 
-from gpukit.models import Residual, init_weights, lenet, lenet_forward, lenet_params, resnet18
+from gpukit.models import (
+    LENET_SHAPES,
+    Residual,
+    init_weights,
+    lenet,
+    lenet_forward,
+    lenet_params,
+    resnet18,
+)
 
 # ---------------------------------------------------------------- Residual and ResNet-18
 
@@ -125,6 +133,7 @@ def test_lenet_params_shapes_scale_and_seed():
         (128, 10),
         (10,),
     ]
+    assert tuple(tuple(p.shape) for p in params) == LENET_SHAPES
     assert all(not p.requires_grad for p in params)
     assert all(torch.count_nonzero(b) == 0 for b in params[1::2])
     assert math.isclose(params[4].std().item(), 0.5, rel_tol=0.05)
