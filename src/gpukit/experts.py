@@ -117,23 +117,19 @@ def balance_loss(probs: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
     return n_experts * (share * probs.mean(dim=0)).sum()
 
 
-def _expert_mlp(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
-    """One expert: ``gelu(x W1^T) W2^T``, with ``w1`` ``(hidden, d)`` and ``w2`` ``(d, hidden)``."""
-    return F.gelu(x @ w1.T) @ w2.T
-
-
 class MoE(nn.Module):
     """A mixture-of-experts layer: ``n_experts`` MLPs of ``d_model -> d_hidden -> d_model``
     (GELU, no biases), a router (a linear layer without bias, then a softmax), top-k routing
     and a capacity per expert.
 
     ``forward(x)`` takes tokens ``(T, d_model)`` and returns ``(T, d_model)``: the sum over
-    each token's chosen experts of the expert's output times its weight, without the
-    assignments dropped for capacity. The experts' weights are stacked, ``w1`` ``(n_experts,
-    d_hidden, d_model)`` and ``w2`` ``(n_experts, d_model, d_hidden)``, so that a rank can take
-    a slice of experts and a GPU can multiply them in one grouped matrix product. After each
-    call, ``routing`` holds the :class:`Routing` and ``aux_loss`` the :func:`balance_loss`.
-    Initialized from ``seed``, so that every process builds the same layer.
+    each token's chosen experts of the expert's output (:meth:`expert`) times its weight,
+    without the assignments dropped for capacity. The experts' weights are stacked, ``w1``
+    ``(n_experts, d_hidden, d_model)`` and ``w2`` ``(n_experts, d_model, d_hidden)``, so that a
+    rank can take a slice of experts and a GPU can multiply them in one grouped matrix
+    product. After each call, ``routing`` holds the :class:`Routing` and ``aux_loss`` the
+    :func:`balance_loss`. Initialized from ``seed``, so that every process builds the same
+    layer.
 
     Example:
         >>> moe = MoE(d_model=8, d_hidden=16, n_experts=4, top_k=2, capacity_factor=1.0)
@@ -177,6 +173,10 @@ class MoE(nn.Module):
     def n_experts(self) -> int:
         return self.w1.shape[0]
 
+    def expert(self, e: int, x: torch.Tensor) -> torch.Tensor:
+        """Expert ``e``'s MLP on tokens ``x`` ``(T, d_model)``: ``gelu(x W1[e]^T) W2[e]^T``."""
+        return F.gelu(x @ self.w1[e].T) @ self.w2[e].T
+
     def route(self, x: torch.Tensor) -> Routing:
         """The router's decision for tokens ``x`` ``(T, d_model)``, capacity applied."""
         probs = torch.softmax(self.router(x), dim=-1)
@@ -199,7 +199,7 @@ class MoE(nn.Module):
         y = torch.zeros_like(x)
         for e in range(self.n_experts):
             token, slot = torch.nonzero((routing.experts == e) & routing.keep, as_tuple=True)
-            out = _expert_mlp(x[token], self.w1[e], self.w2[e])
+            out = self.expert(e, x[token])
             y = y.index_add(0, token, routing.weights[token, slot, None] * out)
         return y
 
@@ -367,7 +367,7 @@ def expert_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) -
         out = torch.zeros_like(rows)
         for e in range(rank * per_rank, (rank + 1) * per_rank):
             here = (arrived == e) & keep
-            out[here] = _expert_mlp(rows[here], moe.w1[e], moe.w2[e])
+            out[here] = moe.expert(e, rows[here])
         back = all_to_all(out, receive, send)  # the outputs return the way they came
         y = torch.zeros_like(x).index_add(0, token[order], weights[order, None] * back)
         # [/ep-compute]
