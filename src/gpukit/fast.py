@@ -1,14 +1,14 @@
 """Fast training on one device: the recipe of the page of that name, in one function.
 
 :func:`train_fast` takes :func:`gpukit.training.train_ch6`'s arguments, trains in the same
-epoch loop (``gpukit._loop.train_epochs``) and returns the same
-:class:`~gpukit.results.TrainResult`, with a switch for each step of the recipe.
+epoch loop as it and returns the same :class:`~gpukit.results.TrainResult`, with a switch for
+each step of the recipe.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import torch
 from torch import nn
@@ -28,7 +28,7 @@ from gpukit.metrics import evaluate_accuracy_gpu
 from gpukit.results import TrainResult
 from gpukit.timing import Timer, format_seconds
 
-__all__ = ["DeviceBatches", "auto_precision", "prepare_model", "train_fast"]
+__all__ = ["DeviceBatches", "auto_precision", "prepare_model", "read_batches", "train_fast"]
 
 _DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -53,8 +53,33 @@ def auto_precision(device: torch.device | str | None = None) -> str:
     return "bf16" if native and torch.backends.cpu.get_cpu_capability() == "AVX512" else "fp32"
 
 
-def _read_once(batches: Batches, limit: int | None = None) -> list[tuple[torch.Tensor, ...]]:
-    """The first ``limit`` minibatches (all: None), leaving a DataLoader's shuffle as it was."""
+def read_batches(batches: Batches, limit: int | None = None) -> list[tuple[torch.Tensor, ...]]:
+    """The first ``limit`` minibatches of ``batches`` as a list (``None``: all of them), leaving
+    a DataLoader's shuffle as it was.
+
+    Every pass over a shuffling DataLoader draws from its generator: reading the data once
+    more, to hold it on the device or to warm a compiled model up, would otherwise change the
+    order of every later epoch, and a run with the recipe's switches off would no longer see
+    the batches of the same run without them. The generator's state is saved before reading
+    and restored after.
+
+    Example:
+        >>> from torch.utils.data import DataLoader, TensorDataset
+        >>> data = TensorDataset(torch.rand(6, 1, 2, 2), torch.arange(6))
+        >>> loader = DataLoader(data, 2, shuffle=True, generator=torch.Generator().manual_seed(0))
+        >>> read = read_batches(loader)
+        >>> len(read), len(read_batches(loader, 1))
+        (3, 1)
+        >>> [y.tolist() for _, y in loader] == [y.tolist() for _, y in read]  # the same order
+        True
+    """
+    if not isinstance(batches, Iterable) or isinstance(batches, torch.Tensor):
+        raise TypeError(
+            "batches must be an iterable of (X, y) minibatches, e.g. a DataLoader, got "
+            f"{type(batches).__name__}"
+        )
+    if limit is not None:
+        check_int(limit, "limit", 1, "or None")
     generator = getattr(batches, "generator", None)
     state = generator.get_state() if generator is not None else None
     pairs = [tuple(pair) for pair in itertools.islice(batches, limit)]
@@ -80,7 +105,7 @@ class DeviceBatches:
     ):
         check_int(batch_size, "batch_size")
         check_int(seed, "seed", minimum=0)
-        pairs = _read_once(batches)
+        pairs = read_batches(batches)
         if not pairs:
             raise ValueError("batches must yield at least one (X, y) minibatch, got none")
         X = torch.cat([X for X, _ in pairs])
@@ -248,11 +273,11 @@ def train_fast(
     batches: Batches = train_iter
     if on_device:
         batches = DeviceBatches(train_iter, batch_size or batch_size_of(train_iter), device, seed)
-    test = [(X.to(device), y.to(device)) for X, y in _read_once(test_iter)]
+    test = [(X.to(device), y.to(device)) for X, y in read_batches(test_iter)]
     notes = ["data on the device"] * on_device + ["channels-last"] * channels_last + [precision]
     compile_seconds = 0.0
     if compile is not False:
-        X, y = _read_once(batches, 1)[0]
+        X, y = read_batches(batches, 1)[0]
         compile_seconds = _warm_up(model, net, X.to(device), y.to(device), dtype=_DTYPES[precision])
         notes.append(f"compiled in {format_seconds(compile_seconds)}")
     optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, nesterov=momentum > 0)

@@ -267,6 +267,8 @@ CASES = [
     ("DeviceBatches", (batches, 2.0, "cpu"), {}, TypeError, "batch_size"),
     ("prepare_model", ("lenet", "cpu"), {}, TypeError, "net"),
     ("prepare_model", (tiny_net, "cpu"), {"compile": None}, TypeError, "compile"),
+    ("read_batches", (3,), {}, TypeError, "batches"),
+    ("read_batches", (batches,), {"limit": 0}, ValueError, "limit"),
     (
         "train_step",
         (tiny_net, torch.zeros(2, 4), torch.zeros(2)),

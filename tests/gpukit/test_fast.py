@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from gpukit.fast import auto_precision, train_fast
+from gpukit.fast import auto_precision, read_batches, train_fast
 from gpukit.models import lenet
 from gpukit.training import TrainResult, train_ch6
 
@@ -65,6 +65,21 @@ def test_data_on_the_device_in_full_batches_and_the_loader_left_alone():
     assert (result.n_train, result.batch_size) == (32, 16)  # 40 examples: 2 full batches of 16
     loader.generator.manual_seed(0)
     assert [y.tolist() for _, y in loader] == before
+
+
+def test_read_batches_leaves_a_loaders_shuffle_alone():
+    def shuffled() -> torch.utils.data.DataLoader:
+        dataset = torch.utils.data.TensorDataset(torch.rand(40, 1, 2, 2), torch.arange(40))
+        return torch.utils.data.DataLoader(
+            dataset, 8, shuffle=True, generator=torch.Generator().manual_seed(0)
+        )
+
+    loader, fresh = shuffled(), shuffled()
+    first = [y.tolist() for _, y in fresh]
+    assert [y.tolist() for _, y in read_batches(loader)] == first
+    assert [y.tolist() for _, y in read_batches(loader, 2)] == first[:2]
+    # the epoch the loader gives next is still its first
+    assert [y.tolist() for _, y in loader] == first != [y.tolist() for _, y in fresh]
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
