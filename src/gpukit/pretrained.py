@@ -8,8 +8,8 @@ noise, and training one on every page would cost each page its time budget.
 every later call. The file's name is a hash of everything the weights depend on: the recipe
 (shape, steps, batch, learning rate, seed, amount of text), the profile, the device type, the
 versions of Python (its standard library is the text) and PyTorch, and the source code of
-``gpukit/gpt.py`` and of this module, so changing any of them trains a new model instead of
-loading a stale one.
+``gpukit/gpt.py``, of the training loop's schedule (``gpukit/_loop.py``) and of this module, so
+changing any of them trains a new model instead of loading a stale one.
 
 Two sizes share the byte vocabulary and the context length: ``"target"``, the model the
 serving pages decode, and ``"draft"``, a much smaller one, the draft model of speculative
@@ -19,7 +19,6 @@ decoding.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import pathlib
 import sys
@@ -33,6 +32,7 @@ from gpukit.devices import try_gpu
 from gpukit.fast import auto_precision
 from gpukit.gpt import GPT, load_python_source, text_batch
 from gpukit.profiles import current_profile, pick
+from gpukit.training import lr_factor
 
 __all__ = ["trained_gpt"]
 
@@ -70,7 +70,8 @@ def _recipe(size: str) -> dict:
 
 def _key(size: str, recipe: dict, device: torch.device) -> str:
     """A hash of everything the trained weights depend on."""
-    sources = [pathlib.Path(__file__).with_name(name).read_bytes() for name in ("gpt.py",)]
+    names = ("gpt.py", "_loop.py")  # the model, and the learning-rate schedule (lr_factor)
+    sources = [pathlib.Path(__file__).with_name(name).read_bytes() for name in names]
     sources.append(pathlib.Path(__file__).read_bytes())
     parts = [
         size,
@@ -104,13 +105,11 @@ def _train(recipe: dict, device: torch.device) -> tuple[GPT, dict]:
         weight_decay=0.1,
         fused=device.type == "cuda",
     )
+    # The training pages' schedule, with a tenth of the steps as the warm-up "epoch".
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
-        lambda i: min(
-            (i + 1) / warmup,
-            0.5 * (1 + math.cos(math.pi * min(1.0, (i - warmup) / max(1, steps - warmup)))),
-        ),
+        lambda i: lr_factor("warmup-cosine", i, warmup, max(1, steps // warmup)),
     )
     # fp32 on every CPU: the same weights whatever instructions it has (bf16 is emulated on
     # some and not faster at this size on others)
