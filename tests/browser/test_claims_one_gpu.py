@@ -229,6 +229,41 @@ def test_use_gpu_split_quotes_its_fastest_runs(desktop_tab, site, lang: str) -> 
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_auto_parallelism_chains_verdict_fits_its_share(desktop_tab, site, lang: str) -> None:
+    # Exercise 3: "both chains together took X% of the time of the two chains one after the
+    # other: <verdict>", the verdict chosen by the share (below 85%: they overlapped; above
+    # 115%: taking turns cost extra), and "the chains at the same time used Y times the CPU
+    # time of the chains one after the other", near 1 on a CPU. Each thread limits itself to
+    # one core there: a thread does not inherit the main thread's torch.set_num_threads(1),
+    # and without it each product started a team of threads that waited for one another on
+    # the cores: 6 to 9 times the CPU time, and on a busy machine up to 2.4 times the time.
+    provenance, outputs = read(desktop_tab, site, f"{lang}/auto-parallelism")
+    together, one_then_other = ratio_of_lines(
+        outputs, "two chains at the same time", "two chains, one after the other"
+    )
+    share = together / one_then_other
+    cpu = float(
+        re.search(r"^CPU time, at the same time / one after the other: ([\d.]+)", outputs, re.M)[1]
+    )
+    starts = {
+        "en": "each product limited to part of the device",
+        "zh": "每个乘法只用到设备的一部分",
+    }[lang]
+    quoted, verdict, quoted_cpu = glued(desktop_tab, starts)
+    assert ratio_fits(quoted, 100 * together, one_then_other, 0.005), (quoted, outputs)
+    assert quoted_cpu == f"{cpu:.2f}", (quoted_cpu, cpu)
+    words = {
+        "en": ("ran partly at the same time", "hardly overlapped", "slower still"),
+        "zh": ("有一部分是同时运行的", "几乎没有重叠", "反而更慢"),
+    }[lang]
+    if min(abs(share - 0.85), abs(share - 1.15)) > 0.01:  # the cell compares unrounded times
+        expected = words[0] if share < 0.85 else words[1] if share <= 1.15 else words[2]
+        assert expected in verdict, f"{lang}: a share of {share:.2f}, yet {verdict!r}"
+    if CPU_ONLY[lang] in provenance:
+        assert cpu <= 1.5, f"{lang}: the threads used {cpu} times the CPU time of the chains"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_auto_parallelism_combined_run_quotes_its_share(desktop_tab, site, lang: str) -> None:
     # Exercise 4: "the block took X% of the two devices' runs alone added up"; on a CPU the
     # case says the block takes "their sum". Each timing is the fastest of five, in turn.
