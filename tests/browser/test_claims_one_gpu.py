@@ -286,3 +286,21 @@ def test_auto_parallelism_combined_run_quotes_its_share(desktop_tab, site, lang:
     assert ratio_fits(quoted, 100 * both, alone_1 + alone_2, 0.005), (quoted, outputs)
     if CPU_ONLY[lang] in provenance:
         assert 75 <= float(quoted) <= 133, f"{lang}: the sum, yet {quoted}% of it"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_async_cpu_work_is_done_when_queued(desktop_tab, site, lang: str) -> None:
+    provenance, outputs = read(desktop_tab, site, f"{lang}/async-computation")
+    # The events paragraph: "each product is 2n^3 = X GFLOP, at least Y ms even at an H100
+    # SXM's dense fp32 peak of 67 TFLOP/s".
+    n = int(re.search(r"^profile \w+: (\d+) x \d+ matrices", outputs, re.M)[1])
+    starts = {"en": "Synchronizing and then reading", "zh": "先同步再读取主机时钟"}[lang]
+    gflop, ms = glued(desktop_tab, starts)[:2]
+    assert (gflop, ms) == (f"{2 * n**3 / 1e9:.1f}", f"{2 * n**3 / 67e12 * 1e3:.2f}"), (gflop, ms)
+    if CPU_ONLY[lang] not in provenance:
+        pytest.skip(f"not a CPU-only build: {provenance}")
+    # Exercises 3 and 4: "on a CPU the second time adds only the call to our do-nothing
+    # synchronize": queued and finished agree to a few ms.
+    pairs = re.findall(rf"queued after {SECONDS}, finished after {SECONDS}", outputs)
+    assert len(pairs) == 5, outputs
+    assert all(float(done) - float(queued) <= 0.002 for queued, done in pairs), pairs
