@@ -288,6 +288,47 @@ def test_auto_parallelism_combined_run_quotes_its_share(desktop_tab, site, lang:
         assert 75 <= float(quoted) <= 133, f"{lang}: the sum, yet {quoted}% of it"
 
 
+# gpukit.measure's lines: "<device>: <what>" and "  <count> in <time> -> <rate> <unit>".
+MEASUREMENT = re.compile(r"^\S.*?: (.+)\n +\d+ in [\d,.]+ (?:sec|µs) -> ([\d,.]+) (\S+)", re.M)
+
+
+def sweep(outputs: str, first: str) -> list[float]:
+    """The rates of the measurements from the last one whose description contains ``first``
+    on, as long as the descriptions stay of its kind (a copy, or a matmul)."""
+    found = [(what, float(rate.replace(",", ""))) for what, rate, _ in MEASUREMENT.findall(outputs)]
+    starts = [i for i, (what, _) in enumerate(found) if first in what]
+    assert starts, f"no measurement of {first!r} in:\n{outputs}"
+    kind = "copy" if "copy" in found[starts[-1]][0] else "matmul"
+    rates = []
+    for what, rate in found[starts[-1] :]:
+        if kind not in what:
+            break
+        rates.append(rate)
+    return rates
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_hardware_sweeps_show_what_their_solutions_say(desktop_tab, site, lang: str) -> None:
+    provenance, outputs = read(desktop_tab, site, f"{lang}/hardware")
+    # Exercise 2: the copy rate "grows with the size while the fixed cost dominates": the
+    # smallest copy (4 KiB) has the lowest rate, far below the largest.
+    copies = sweep(outputs, " 4.0 KiB")
+    assert len(copies) >= 4 and copies[0] == min(copies) and copies[0] < copies[-1] / 2, copies
+    # Exercise 3: the products' rate "grows with n until the arithmetic units are the limit":
+    # the smallest product (64 x 64) has the lowest rate.
+    products = sweep(outputs, "matmul 64x64")
+    assert len(products) >= 4 and products[0] == min(products), products
+    # Exercise 4: "the last line's rate is X times that of the first copy" (with the CPU twice,
+    # the same copy timed again).
+    first = next(rate for what, rate, _ in MEASUREMENT.findall(outputs) if "copy" in what)
+    again = float(re.search(r"^\S+ -> \S+: .* \| ([\d.]+) GB/s", outputs, re.M)[1])
+    starts = {"en": "The first output line says which devices", "zh": "给出了哪些设备"}[lang]
+    (quoted,) = glued(desktop_tab, starts)
+    assert ratio_fits(quoted, again, float(first.replace(",", "")), 0.05), (quoted, first, again)
+    if CPU_ONLY[lang] in provenance:  # the same copy: far apart only by a mistake
+        assert 0.25 <= float(quoted) <= 4, f"{lang}: the same copy at {quoted} times the rate"
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_async_cpu_work_is_done_when_queued(desktop_tab, site, lang: str) -> None:
     provenance, outputs = read(desktop_tab, site, f"{lang}/async-computation")
