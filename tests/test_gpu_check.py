@@ -1,6 +1,7 @@
 """The GPU check (gpukit_site.gpu_check) on a planted site: its report on a page that fails, one
-that hangs, one whose raises-exception cell does not raise, and one that works; the CUDA tests it
-runs; the pages read as myst-nb reads them; the data subset; the size limit."""
+that hangs, one whose kernel dies, one whose raises-exception cell does not raise, and one that
+works; the CUDA tests it runs; the pages read as myst-nb reads them; the data subset; the size
+limit."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ PAGES = {
     "```{code-cell} ipython3\ntime.sleep(1_000)\n```\n",
     "does-not-raise": FRONT + "---\n\n# Tagged\n\n```{code-cell} ipython3\n"
     ":tags: [raises-exception]\nx = 1\n```\n",
+    "dies": FRONT + "---\n\n# Dies\n\n```{code-cell} ipython3\nimport os, signal\n"
+    "os.kill(os.getpid(), signal.SIGKILL)\n```\n",
     "index": "# Index\n\nNot a notebook: not executed.\n",
 }
 TESTS = """
@@ -90,7 +93,8 @@ def test_the_report_names_the_machine(report):
     assert report["machine"]["gpu_count"] == torch.cuda.device_count()
     assert report["profile"] == "quick" and report["complete"] is True
     assert f"torch {torch.__version__}" in report["text"]
-    assert [p["page"] for p in report["pages"]] == ["does-not-raise", "fails", "hangs", "works"]
+    pages = ["dies", "does-not-raise", "fails", "hangs", "works"]
+    assert [p["page"] for p in report["pages"]] == pages
 
 
 def test_a_failing_page_names_its_cell_and_traceback(report):
@@ -110,6 +114,12 @@ def test_a_hanging_page_times_out_at_its_cell(report):
     assert hung["status"] == "timed out"
     assert hung["cell"] == 2 and hung["source"] == "time.sleep(1_000)"
     assert TIMEOUT <= hung["seconds"] < TIMEOUT + 30
+
+
+def test_a_kernel_that_dies_fails_its_page_and_says_so(report):
+    died = page(report, "dies")
+    assert died["status"] == "failed" and died["error"].startswith("Kernel died")
+    assert "Kernel died" in report["text"]
 
 
 def test_a_raises_exception_cell_must_raise(report):

@@ -79,6 +79,7 @@ KERNEL = "gpu-check"  # the kernelspec the pages run in: this Python, whatever J
 MARGIN = 15
 SHUTDOWN = 15  # seconds for a kernel whose cell timed out to stop (jupyter_client's 5 s and more)
 CODE_CELL = re.compile(r"^`{3,}\{code-cell\}", re.MULTILINE)
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 OK = "ok"
 FAILED = "failed"
 TIMED_OUT = "timed out"
@@ -395,7 +396,8 @@ def read_log(path: Path) -> dict[str, dict]:
             entry["result"] = "failed" if report["when"] == "call" else "error"
             # An exception's (serialized ExceptionRepr) or nbmake's (the cell and its traceback)
             crash = longrepr.get("reprcrash") if isinstance(longrepr, dict) else None
-            entry["message"] = crash["message"] if crash else str(longrepr)
+            # nbmake colours an internal error's traceback for a terminal: not for a report
+            entry["message"] = ANSI.sub("", crash["message"] if crash else str(longrepr))
     return results
 
 
@@ -497,8 +499,8 @@ def page_entry(page: Path, result: dict | None, folder: Path, gpus: int) -> dict
     traceback = folder / "full-traceback.txt"
     if entry["status"] != OK and traceback.is_file():
         entry["full_traceback"] = traceback.read_text(encoding="utf-8")
-    if entry["status"] == FAILED and "error" not in entry:  # a failure outside any cell
-        entry["error"] = result.get("message", "")
+    if entry["status"] == FAILED and "error" not in entry:  # outside any cell: "Kernel died"
+        entry["error"] = result.get("message", "").removeprefix("NBMAKE INTERNAL ERROR\n")
     return entry
 
 
