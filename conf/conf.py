@@ -72,7 +72,10 @@ numfig = True
 # build is offline, so there are no intersphinx inventories. Everything of gpukit's own must
 # resolve.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(torch|triton|numpy|np|matplotlib|collections|os|pathlib|time|types|typing)\..*"),
+    (
+        r"py:.*",
+        r"(torch|triton|numpy|np|matplotlib|collections|contextlib|os|pathlib|time|types|typing)\..*",
+    ),
     (r"py:class", r"gpukit\.\w+\.T"),  # a type variable (pick's), not a class
 ]
 autodoc_member_order = "bysource"

@@ -328,13 +328,18 @@ def _flash_api_site(tmp_path: Path) -> Path:
     return site
 
 
-def test_an_api_section_documents_triton_kernels_with_their_signatures(tmp_path: Path) -> None:
-    """A ``@triton.jit`` kernel is a ``JITFunction`` object, which autodoc alone leaves out of a
-    module's documentation: ``gpukit.flash_kernel``'s section documents each kernel as the
-    function it wraps (gpukit_site.ext.api_reference.TritonKernelDocumenter), every link
-    resolved (those to gpukit.flash in its section)."""
+@pytest.mark.parametrize("interpret", ["0", "1"])
+def test_an_api_section_documents_triton_kernels_with_their_signatures(
+    tmp_path: Path, interpret: str
+) -> None:
+    """A ``@triton.jit`` kernel is a ``JITFunction`` object (an ``InterpretedFunction``, with no
+    docstring of its own, where the build inherits TRITON_INTERPRET=1), which autodoc alone
+    leaves out of a module's documentation: ``gpukit.flash_kernel``'s section documents each
+    kernel as the function it wraps (gpukit_site.ext.api_reference.TritonKernelDocumenter), every
+    link resolved (those to gpukit.flash in its section)."""
     pytest.importorskip("triton")
-    build = sphinx_build(_flash_api_site(tmp_path), "en", tmp_path / "out")
+    env = {"TRITON_INTERPRET": interpret}
+    build = sphinx_build(_flash_api_site(tmp_path), "en", tmp_path / "out", env=env)
     assert build.returncode == 0, build.log
     assert not SPHINX_WARNING.search(build.log), build.log
     html = build.page("api")

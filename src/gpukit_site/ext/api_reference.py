@@ -57,9 +57,13 @@ class TritonKernelDocumenter(FunctionDocumenter):
     directivetype = "function"
     priority = FunctionDocumenter.priority + 1
 
+    # InterpretedFunction: what @triton.jit makes when TRITON_INTERPRET=1 was set before Triton
+    # was first imported (a build without a GPU may inherit it)
+    kernel_types = ("JITFunction", "InterpretedFunction")
+
     @classmethod
     def can_document_member(cls, member, membername, isattr, parent) -> bool:
-        return type(member).__name__ == "JITFunction" and inspect.isfunction(
+        return type(member).__name__ in cls.kernel_types and inspect.isfunction(
             getattr(member, "fn", None)
         )
 
@@ -71,8 +75,29 @@ class TritonKernelDocumenter(FunctionDocumenter):
         finally:
             self.object = kernel
 
+    def check_module(self) -> bool:
+        # An InterpretedFunction names Triton's interpreter as its module, not the kernel's.
+        return self.object.fn.__module__ == self.modname
+
+    def get_doc(self) -> list[list[str]]:
+        kernel = self.object
+        self.object = kernel.fn
+        try:
+            return super().get_doc()
+        finally:
+            self.object = kernel
+
+
+def keep_interpreted_kernels(app, what, name, obj, skip, options) -> bool | None:
+    """Keep a kernel that Triton's interpreter wraps: the wrapper has no docstring of its own,
+    which autodoc would take for an undocumented member."""
+    if type(obj).__name__ == "InterpretedFunction" and getattr(obj.fn, "__doc__", None):
+        return False
+    return None
+
 
 def setup(app):
     app.add_directive("gpukit-module", GpukitModule)
     app.add_autodocumenter(TritonKernelDocumenter)
+    app.connect("autodoc-skip-member", keep_interpreted_kernels)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
