@@ -111,8 +111,17 @@ def flash_attention(
     batch, heads, n, _ = q.shape
     grid = (triton.cdiv(n, block_m), batch * heads)  # one program per block of queries and head
     flash_forward_kernel[grid](
-        q, k, v, out, n, math.log2(math.e) / math.sqrt(d),
-        HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-        num_warps=num_warps, num_stages=num_stages,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        out,
+        n,
+        math.log2(math.e) / math.sqrt(d),
+        HEAD_DIM=d,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        CAUSAL=causal,
+        num_warps=num_warps,
+        num_stages=num_stages,
+    )
     return out

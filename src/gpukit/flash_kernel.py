@@ -36,9 +36,23 @@ __all__ = ["attend_blocks", "flash_forward_kernel"]
 
 
 @triton.jit
-def attend_blocks(q, acc, m_i, l_i, k_ptr, v_ptr, rows, lo, hi, n, qk_scale,
-                  HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-                  CAUSAL: tl.constexpr):  # fmt: skip
+def attend_blocks(
+    q,
+    acc,
+    m_i,
+    l_i,
+    k_ptr,
+    v_ptr,
+    rows,
+    lo,
+    hi,
+    n,
+    qk_scale,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):
     """Stream the key and value blocks from lo to hi past one block of queries."""
     dims = tl.arange(0, HEAD_DIM)
     for start in range(lo, hi, BLOCK_N):
@@ -67,9 +81,18 @@ def attend_blocks(q, acc, m_i, l_i, k_ptr, v_ptr, rows, lo, hi, n, qk_scale,
 
 
 @triton.jit
-def flash_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, n, qk_scale, HEAD_DIM: tl.constexpr,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         CAUSAL: tl.constexpr):  # fmt: skip
+def flash_forward_kernel(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    o_ptr,
+    n,
+    qk_scale,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):
     """One program: BLOCK_M queries of one head against that head's keys and values."""
     block = tl.program_id(0)
     head = n * HEAD_DIM * tl.program_id(1)  # where this (batch, head) starts: contiguous
@@ -87,11 +110,16 @@ def flash_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, n, qk_scale, HEAD_DIM: tl.c
         lo, hi = block * BLOCK_M, tl.minimum((block + 1) * BLOCK_M, n)
     else:
         lo, hi = n - n % BLOCK_N, n
-    acc, m_i, l_i = attend_blocks(q, acc, m_i, l_i, k_ptr, v_ptr, rows, 0, lo, n, qk_scale,
-                                  HEAD_DIM, BLOCK_N, False, CAUSAL)  # fmt: skip
+    acc, m_i, l_i = attend_blocks(
+        q, acc, m_i, l_i, k_ptr, v_ptr, rows, 0, lo, n, qk_scale, HEAD_DIM, BLOCK_N, False, CAUSAL
+    )
     # Stage 2, masked: the blocks on the diagonal (causal) and the ragged end, lo to hi.
-    acc, m_i, l_i = attend_blocks(q, acc, m_i, l_i, k_ptr, v_ptr, rows, lo, hi, n, qk_scale,
-                                  HEAD_DIM, BLOCK_N, True, CAUSAL)  # fmt: skip
+    acc, m_i, l_i = attend_blocks(
+        q, acc, m_i, l_i, k_ptr, v_ptr, rows, lo, hi, n, qk_scale, HEAD_DIM, BLOCK_N, True, CAUSAL
+    )
     out = acc / l_i[:, None]  # divide by the sum once, at the end
-    tl.store(o_ptr + rows[:, None] * HEAD_DIM + dims[None, :], out.to(o_ptr.dtype.element_ty),
-             mask=rows[:, None] < n)  # fmt: skip
+    tl.store(
+        o_ptr + rows[:, None] * HEAD_DIM + dims[None, :],
+        out.to(o_ptr.dtype.element_ty),
+        mask=rows[:, None] < n,
+    )
