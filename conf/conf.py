@@ -82,9 +82,6 @@ autodoc_member_order = "bysource"
 # The docstrings' examples run with every public name of gpukit in scope, as under pytest.
 doctest_global_setup = "from pathlib import Path\nimport matplotlib\nimport torch\n"
 doctest_global_setup += "from torch import nn\nimport gpukit\nfrom gpukit import *\n"
-# Without a GPU, the Triton examples (gpukit.flash, gpukit.flash_kernel) run in Triton's
-# interpreter: choose_triton_interpreter sets it before the pages are read.
-doctest_global_setup += "import os\n"
 myst_enable_extensions = MYST_EXTENSIONS
 
 # -- Execution ------------------------------------------------------------------------------
