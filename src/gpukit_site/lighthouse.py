@@ -2,11 +2,12 @@
 
 The goal, every page of both languages: performance at least 90; accessibility, best practices
 and SEO 100. Lighthouse (npm ``lighthouse``, pinned: version 13 wants Node 22) loads each page
-from docs/_build/html served on 127.0.0.1, in Chromium (``$CHROME_PATH``, else Debian's
-/usr/bin/chromium), as a mid-range phone on a slow 4G network, and prints a table. Run it on a
-quiet machine: the performance score falls when other work shares the CPU (``--runs 2`` keeps
-each page's best of two). What does not depend on load, ``nox -s browser`` checks on every page
-(tests/browser/test_page_head.py, test_page_weight.py, test_accessibility.py).
+from docs/_build/html served on 127.0.0.1, compressed as the host serves it, in Chromium
+(``$CHROME_PATH``, else Debian's /usr/bin/chromium), as a mid-range phone on a slow 4G
+network, and prints a table. Run it on a quiet machine: the performance score falls when other
+work shares the CPU (``--runs 2`` keeps each page's best of two). What does not depend on
+load, ``nox -s browser`` checks on every page (tests/browser/test_page_head.py,
+test_page_weight.py, test_accessibility.py).
 
     nox -s lighthouse                              # every page
     nox -s lighthouse -- en/attention zh/triton    # some pages
@@ -22,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import http.server
+import io
 import json
 import os
 import shutil
@@ -39,6 +42,8 @@ VERSION = "12.2.3"
 PREFIX = ROOT / ".nox" / "_tools" / f"lighthouse-{VERSION}"
 CLI = PREFIX / "node_modules" / "lighthouse" / "cli" / "index.js"
 GOAL = {"performance": 90, "accessibility": 100, "best-practices": 100, "seo": 100}
+# What GitHub Pages compresses among the site's files; images, fonts and archives are not.
+COMPRESSED = {".html", ".css", ".js", ".svg", ".json", ".txt", ".xml"}
 NOT_PAGES = {"_static", "_sources", "_images", "_notebooks", "_downloads", "_modules"}
 
 
@@ -65,13 +70,33 @@ def install() -> Path:
     return CLI
 
 
-def serve(site: Path) -> http.server.ThreadingHTTPServer:
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+class Host(http.server.SimpleHTTPRequestHandler):
+    """Serves the site as GitHub Pages serves the hosted one: text compressed with gzip on the
+    fly for a browser that accepts it (github.com/orgs/community/discussions/21655), so that
+    Lighthouse times the bytes a reader's phone receives."""
 
+    def send_head(self):
+        path = Path(self.translate_path(self.path))
+        if path.is_dir() and self.path.endswith("/"):
+            path /= "index.html"
+        accepted = self.headers.get("Accept-Encoding", "")
+        if path.suffix not in COMPRESSED or "gzip" not in accepted or not path.is_file():
+            return super().send_head()
+        body = gzip.compress(path.read_bytes())
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(path))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def serve(site: Path) -> http.server.ThreadingHTTPServer:
     server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(site))
+        ("127.0.0.1", 0), functools.partial(Host, directory=str(site))
     )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
