@@ -62,6 +62,7 @@ extensions += [
         "notebooks",  # every executed page as .ipynb with outputs, and an "Open in Colab" link
         "katex_math",  # math typeset by KaTeX while the site is built: no script in the page
         "image_alt",  # every image has an alt text; a plot gets its labels in the page's language
+        "page_styles",  # myst-nb's and KaTeX's stylesheets only on the pages that use them
     )
 ]
 exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]

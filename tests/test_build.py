@@ -59,6 +59,21 @@ def test_translation_record_stays_out_of_the_pages(built: dict) -> None:
         assert "translation_of" not in built["zh"].page(page)
 
 
+def stylesheets(html: str) -> list[str]:
+    return re.findall(r'<link rel="stylesheet" type="text/css" href="([^"]+)"', html)
+
+
+def test_a_page_loads_myst_nb_and_katex_styles_only_where_it_uses_them(built: dict) -> None:
+    # index: no cell, no math; page: an executed cell and a glued value; part/nested: math.
+    for build in built.values():
+        pages = ("index", "page", "part/nested")
+        used = {page: " ".join(stylesheets(build.page(page))) for page in pages}
+        assert "furo" in used["index"], used
+        assert "mystnb." in used["page"] and "mystnb." not in used["part/nested"], used
+        assert "katex" in used["part/nested"] and "katex" not in used["page"], used
+        assert "mystnb." not in used["index"] and "katex" not in used["index"], used
+
+
 def test_chinese_build_uses_chinese_theme_strings(built: dict) -> None:
     html = built["zh"].page("page")
     assert 'lang="zh-CN"' in html
