@@ -3,6 +3,8 @@ with the Chinese catalog the site ships (conf/locales), from gpukit's data and p
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +13,6 @@ import torch
 from babel.messages.pofile import read_po
 
 import gpukit
-from gpukit import devices
 
 CATALOG = Path(__file__).resolve().parents[1] / "conf/locales/zh_CN/LC_MESSAGES/sphinx.po"
 
@@ -29,29 +30,42 @@ def english(text: str) -> str:
 
 
 @pytest.fixture
-def cpu_machine(monkeypatch: pytest.MonkeyPatch) -> gpukit.MachineInfo:
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
-    monkeypatch.setattr(devices, "_cpu_model", lambda: "AMD EPYC 7B13")
-    monkeypatch.setattr(devices.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
-    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
-    monkeypatch.delenv("MKL_ENABLE_INSTRUCTIONS", raising=False)
-    return gpukit.machine_info()
+def cpu_machine() -> gpukit.MachineInfo:
+    return gpukit.MachineInfo(
+        gpus=(),
+        cuda=None,
+        cores=2,
+        cpu_model="AMD EPYC 7B13",
+        cpu_kernels="AVX2",
+        kernel_settings={"ONEDNN_MAX_CPU_ISA": "SSE41"},
+    )
 
 
 def test_a_cpu_machine_in_chinese(cpu_machine: gpukit.MachineInfo, chinese) -> None:
     english = "CPU only, 2 cores (AMD EPYC 7B13, AVX2 kernels, ONEDNN_MAX_CPU_ISA=SSE41)"
-    assert gpukit.describe_machine() == str(cpu_machine) == english
+    assert str(cpu_machine) == english
     assert cpu_machine.describe(translate=chinese) == (
         "仅 CPU，2 核（AMD EPYC 7B13，AVX2 核函数，ONEDNN_MAX_CPU_ISA=SSE41）"
     )
 
 
-def test_a_one_core_machine_in_both_languages(monkeypatch, cpu_machine, chinese) -> None:
-    monkeypatch.setattr(devices.os, "cpu_count", lambda: 1)
-    one_core = gpukit.machine_info()
+def test_a_one_core_machine_in_both_languages(cpu_machine, chinese) -> None:
+    one_core = dataclasses.replace(cpu_machine, cores=1)
     assert str(one_core).startswith("CPU only, 1 core (")
     assert one_core.describe(translate=chinese).startswith("仅 CPU，1 核（")
+
+
+def test_this_cpu_machine_with_its_kernel_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
+    monkeypatch.delenv("MKL_ENABLE_INSTRUCTIONS", raising=False)
+    machine = gpukit.machine_info()
+    assert machine.gpus == () and machine.cores == os.cpu_count()
+    assert machine.cpu_kernels == torch.backends.cpu.get_cpu_capability()
+    assert machine.kernel_settings == {"ONEDNN_MAX_CPU_ISA": "SSE41"}
+    assert gpukit.describe_machine() == str(machine)
+    assert str(machine).startswith(f"CPU only, {os.cpu_count()} core")
+    assert str(machine).endswith("kernels, ONEDNN_MAX_CPU_ISA=SSE41)")
 
 
 def test_a_gpu_machine_in_chinese(monkeypatch: pytest.MonkeyPatch, chinese) -> None:

@@ -94,7 +94,7 @@ def _missing(folder: Path) -> list[str]:
 
 
 def _fetch(url: str, out: BinaryIO) -> None:
-    """Write the body of ``url`` to ``out`` (tests replace this to stay offline)."""
+    """Write the body of ``url`` to ``out``."""
     with urllib.request.urlopen(url, timeout=60) as response:
         shutil.copyfileobj(response, out)
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.server
 import os
-import urllib.error
+import socket
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +31,51 @@ ALL_NAMES = [name for pair in gd.FILES.values() for name in pair]
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No test sees this machine's data, cache or network unless it asks for them."""
+    """No test sees this machine's data, cache or network unless it asks for them: downloads go
+    to a local address where nothing listens."""
     monkeypatch.delenv("GPUKIT_DATA", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setattr(gd, "SYSTEM_DIR", tmp_path / "system")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setattr(gd, "BASE_URL", f"http://127.0.0.1:{port}/")
 
-    def offline(url: str, out: object) -> None:
-        raise urllib.error.URLError("offline (test)")
 
-    monkeypatch.setattr(gd, "_fetch", offline)
+@pytest.fixture
+def serve(monkeypatch: pytest.MonkeyPatch):
+    """``serve(answer)``: downloads go to a local HTTP server, whose handler calls
+    ``answer(handler, name)`` for each file asked for; returns the URLs asked for."""
+    servers = []
+
+    def start(answer) -> list[str]:
+        asked: list[str] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                asked.append(gd.BASE_URL + self.path.lstrip("/"))
+                answer(self, self.path.lstrip("/"))
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        monkeypatch.setattr(gd, "BASE_URL", f"http://127.0.0.1:{server.server_port}/")
+        return asked
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def send(handler: http.server.BaseHTTPRequestHandler, body: bytes, length: int) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(length))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 def cache_folder(tmp_path: Path) -> Path:
@@ -173,7 +211,7 @@ def test_not_found_error_lists_every_place_and_the_remedy(tmp_path):
     message = str(info.value)
     assert str(gd.SYSTEM_DIR) in message
     assert str(cache_folder(tmp_path)) in message
-    assert f"download from {gd.BASE_URL} into" in message and "offline (test)" in message
+    assert f"download from {gd.BASE_URL} into" in message and "Connection refused" in message
     assert "apt install dataset-fashion-mnist" in message
     assert "GPUKIT_DATA is not set" in message
     assert isinstance(info.value, FileNotFoundError)
@@ -181,30 +219,26 @@ def test_not_found_error_lists_every_place_and_the_remedy(tmp_path):
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
 
-def test_download_false_does_not_fetch(tmp_path, monkeypatch):
-    def fail(url, out):
-        raise AssertionError("download attempted")
-
-    monkeypatch.setattr(gd, "_fetch", fail)
+def test_download_false_does_not_fetch(serve):
+    asked = serve(lambda handler, name: send(handler, b"", 0))
     with pytest.raises(DataNotFoundError, match="not tried"):
         find_fashion_mnist(download=False)
+    assert asked == []
 
 
 @pytest.fixture
-def server(fake_fashion_mnist, tmp_path, monkeypatch):
-    """Serve tiny files as if they were the official ones; record the URLs fetched."""
+def server(fake_fashion_mnist, tmp_path, monkeypatch, serve):
+    """Serve tiny files over HTTP as if they were the official ones; the URLs fetched."""
     served = fake_fashion_mnist(tmp_path / "server")
     for name in ALL_NAMES:
         content = gzip.decompress((served / name).read_bytes())
         monkeypatch.setitem(gd.CONTENT_SHA256, name, hashlib.sha256(content).hexdigest())
-    fetched: list[str] = []
 
-    def fetch(url, out):
-        fetched.append(url)
-        out.write((served / url.rsplit("/", 1)[1]).read_bytes())
+    def answer(handler, name: str) -> None:
+        body = (served / name).read_bytes()
+        send(handler, body, len(body))
 
-    monkeypatch.setattr(gd, "_fetch", fetch)
-    return fetched
+    return serve(answer)
 
 
 def test_download_into_cache_verified(server, tmp_path):
@@ -235,13 +269,10 @@ def test_download_with_wrong_digest_keeps_nothing(server, tmp_path, monkeypatch)
     assert not list(cache.glob("*.part"))
 
 
-def test_interrupted_download_keeps_nothing(tmp_path, monkeypatch):
-    def broken(url, out):
-        out.write(b"\x1f\x8b partial")
-        raise ConnectionResetError("connection reset (test)")
-
-    monkeypatch.setattr(gd, "_fetch", broken)
-    with pytest.raises(DataNotFoundError, match="connection reset"):
+def test_interrupted_download_keeps_nothing(tmp_path, serve):
+    # The connection closes after 10 of the 1,000 bytes announced: the part is no gzip file.
+    serve(lambda handler, name: send(handler, b"\x1f\x8b partial", 1_000))
+    with pytest.raises(DataNotFoundError, match="not a complete gzip file"):
         find_fashion_mnist()
     assert list(cache_folder(tmp_path).iterdir()) == []
 
