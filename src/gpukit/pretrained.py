@@ -34,13 +34,22 @@ from gpukit.gpt import GPT, load_python_source, text_batch
 from gpukit.profiles import current_profile, pick
 from gpukit.training import lr_factor
 
-__all__ = ["trained_gpt"]
+__all__ = ["gpt_recipe", "trained_gpt"]
 
 SIZES = ("target", "draft")
 
 
-def _recipe(size: str) -> dict:
-    """How the model of ``size`` is trained, for the current profile (read at call time)."""
+def gpt_recipe(size: str = "target") -> dict:
+    """How :func:`trained_gpt` trains the model of ``size`` in the current profile: the GPT's
+    ``shape`` (its keyword arguments), ``steps``, ``lr``, ``batch_size``, ``text_bytes`` and
+    ``seed``. Change a copy and pass it as ``trained_gpt(size, recipe=...)`` to train another.
+
+    Example:
+        >>> draft, target = gpt_recipe("draft"), gpt_recipe("target")
+        >>> draft["shape"]["vocab_size"], draft["shape"]["max_len"] == target["shape"]["max_len"]
+        (256, True)
+    """
+    check_choice(size, "size", SIZES)
     context = pick(quick=128, full=512)
     if size == "target":
         # full: ~400 M weights that multiply, so that decoding one text reads ~0.8 GB of bf16
@@ -144,7 +153,7 @@ def _train(recipe: dict, device: torch.device) -> tuple[GPT, dict]:
     return net, info
 
 
-def trained_gpt(size: str = "target") -> GPT:
+def trained_gpt(size: str = "target", *, recipe: dict | None = None) -> GPT:
     """A :class:`~gpukit.gpt.GPT` trained on Python's standard library, in eval mode.
 
     ``size`` is ``"target"`` (the serving pages' model) or ``"draft"`` (a much smaller one with
@@ -162,6 +171,9 @@ def trained_gpt(size: str = "target") -> GPT:
     training run: ``steps``, ``tokens``, ``precision``, ``train_loss`` (the mean of the last
     tenth of the steps, in nats per byte), ``train_seconds``, ``text_bytes``.
 
+    ``recipe`` replaces the profile's (:func:`gpt_recipe`), e.g. a larger model or more steps;
+    its weights are cached apart from the profile's.
+
     Example:
         >>> net = trained_gpt("draft")
         >>> net.training, net.max_len == trained_gpt("target").max_len
@@ -172,7 +184,15 @@ def trained_gpt(size: str = "target") -> GPT:
     """
     check_choice(size, "size", SIZES)
     device = try_gpu()
-    recipe = _recipe(size)
+    if recipe is None:
+        recipe = gpt_recipe(size)
+    else:
+        expected = gpt_recipe(size).keys()
+        missing, unknown = sorted(expected - recipe.keys()), sorted(recipe.keys() - expected)
+        if missing or unknown:
+            said = [f"lacks {', '.join(missing)}"] if missing else []
+            said += [f"has the unknown key {', '.join(unknown)}"] if unknown else []
+            raise ValueError(f"recipe {' and '.join(said)}; a recipe has {', '.join(expected)}")
     path = _cache_dir() / f"gpt-{size}-{_key(size, recipe, device)}.pt"
     if path.exists():
         saved = torch.load(path, map_location=device, weights_only=True)

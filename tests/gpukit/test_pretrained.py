@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
+import pathlib
 
 import pytest
 import torch
 
 import gpukit
-from gpukit import pretrained
 from gpukit.gpt import GPT, load_python_source
 
 
@@ -28,29 +28,30 @@ def small_recipe(size: str) -> dict:
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(pretrained, "_recipe", small_recipe)
     return tmp_path / "gpukit" / "models"
 
 
-def test_trains_once_then_loads(cache, monkeypatch):
-    net = gpukit.trained_gpt()
+def small_gpt(size: str = "target", **changes) -> GPT:
+    return gpukit.trained_gpt(size, recipe=small_recipe(size) | changes)
+
+
+def test_trains_once_then_loads(cache):
+    net = small_gpt()
     assert isinstance(net, GPT) and not net.training
-    assert len(list(cache.glob("gpt-target-*.pt"))) == 1
+    (saved,) = cache.glob("gpt-target-*.pt")
+    written = saved.stat().st_mtime_ns
     assert not list(cache.glob("*.partial"))
     assert net.info["steps"] == 40 and net.info["train_loss"] < math.log(256) - 1
-
-    def no_training(*args, **kwargs):
-        raise AssertionError("trained again although the weights were cached")
-
-    monkeypatch.setattr(pretrained, "_train", no_training)
-    again = gpukit.trained_gpt("target")
+    again = small_gpt("target")
+    # Not trained again: the file is as written, and the run's record (its seconds) the same.
+    assert saved.stat().st_mtime_ns == written
     assert again is not net and again.info == net.info
     for (name, a), b in zip(net.state_dict().items(), again.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
 
 
 def test_the_model_has_learnt_python(cache):
-    net = gpukit.trained_gpt()
+    net = small_gpt()
     data = load_python_source(100_000)[90_000:].long()  # the tenth training did not read
     X = data[:-1].view(1, -1)[:, :32]
     Y = data[1:].view(1, -1)[:, :32]
@@ -60,7 +61,7 @@ def test_the_model_has_learnt_python(cache):
 
 
 def test_sizes_share_the_vocabulary_and_context(cache):
-    target, draft = gpukit.trained_gpt("target"), gpukit.trained_gpt("draft")
+    target, draft = small_gpt("target"), small_gpt("draft")
     assert target.token.num_embeddings == draft.token.num_embeddings == 256
     assert target.max_len == draft.max_len
     count = lambda net: sum(p.numel() for p in net.parameters())  # noqa: E731
@@ -68,40 +69,33 @@ def test_sizes_share_the_vocabulary_and_context(cache):
     assert len(list(cache.glob("gpt-*.pt"))) == 2
 
 
-def test_a_changed_recipe_trains_a_new_model(cache, monkeypatch):
-    gpukit.trained_gpt("draft")
-
-    def longer(size: str) -> dict:
-        return dict(small_recipe(size), steps=41)
-
-    monkeypatch.setattr(pretrained, "_recipe", longer)
-    assert gpukit.trained_gpt("draft").info["steps"] == 41
+def test_a_changed_recipe_trains_a_new_model(cache):
+    small_gpt("draft")
+    assert small_gpt("draft", steps=41).info["steps"] == 41
     assert len(list(cache.glob("gpt-draft-*.pt"))) == 2
 
 
 def test_the_cache_covers_the_profile_and_the_source(cache, monkeypatch):
     # Each change below trains a model of its own (a new file) instead of loading the last;
     # one step each, since only the files count here.
-    monkeypatch.setattr(pretrained, "_recipe", lambda size: dict(small_recipe(size), steps=1))
-
     def target_files() -> list:
         return sorted(cache.glob("gpt-target-*.pt"))
 
-    gpukit.trained_gpt("target")
+    small_gpt("target", steps=1)
     (first,) = target_files()
-    gpukit.trained_gpt("target")  # nothing changed: loaded
+    small_gpt("target", steps=1)  # nothing changed: loaded
     assert target_files() == [first]
     monkeypatch.setenv("GPUKIT_PROFILE", "full")
-    gpukit.trained_gpt("target")
+    small_gpt("target", steps=1)
     assert len(target_files()) == 2
     monkeypatch.setenv("GPUKIT_PROFILE", "quick")
-    real_read = pretrained.pathlib.Path.read_bytes
+    real_read = pathlib.Path.read_bytes
 
     def edited(path):
         return real_read(path) + (b"# edited\n" if path.name == "gpt.py" else b"")
 
-    monkeypatch.setattr(pretrained.pathlib.Path, "read_bytes", edited)
-    gpukit.trained_gpt("target")
+    monkeypatch.setattr(pathlib.Path, "read_bytes", edited)
+    small_gpt("target", steps=1)
     assert len(target_files()) == 3
 
 
@@ -110,3 +104,12 @@ def test_bad_size_is_refused(cache):
         gpukit.trained_gpt("huge")
     with pytest.raises(ValueError, match="size"):
         gpukit.trained_gpt(3)
+
+
+def test_a_recipe_without_its_keys_is_refused(cache):
+    recipe = small_recipe("draft")
+    del recipe["lr"]
+    with pytest.raises(ValueError, match=r"recipe lacks lr; a recipe has .*batch_size"):
+        gpukit.trained_gpt("draft", recipe=recipe)
+    with pytest.raises(ValueError, match="unknown key warmup"):
+        gpukit.trained_gpt("draft", recipe=small_recipe("draft") | {"warmup": 3})
