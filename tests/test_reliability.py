@@ -10,6 +10,7 @@ execution, missing data, ...).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -38,6 +39,7 @@ from sphinx_site import (
     sphinx_command,
 )
 
+import gpukit
 from gpukit_site.ext import execution
 from gpukit_site.ext.execution import repair_cache
 
@@ -309,17 +311,19 @@ def test_cache_key_names_profile_torch_and_hardware(key_root: Path) -> None:
 def test_cache_key_tells_cpu_machines_apart(key_root: Path, monkeypatch) -> None:
     # A copied docs/_build or a shared CI cache must not show one CPU's outputs as another's:
     # training ends at other accuracies under other kernels.
-    from gpukit import devices
-
-    monkeypatch.setattr(devices, "num_gpus", lambda: 0)
-    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
-    keys = {execution.cache_key(key_root, "quick")}
-    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
-    keys.add(execution.cache_key(key_root, "quick"))
-    monkeypatch.setattr(devices, "_cpu_model", lambda: "Intel(R) Xeon(R) CPU @ 2.20GHz")
-    keys.add(execution.cache_key(key_root, "quick"))
-    monkeypatch.setattr(devices.os, "cpu_count", lambda: 64)
-    keys.add(execution.cache_key(key_root, "quick"))
+    epyc = gpukit.MachineInfo(
+        gpus=(), cuda=None, cores=2, cpu_model="AMD EPYC 7B13", cpu_kernels="AVX2"
+    )
+    machines = [
+        epyc,
+        dataclasses.replace(epyc, kernel_settings={"ONEDNN_MAX_CPU_ISA": "SSE41"}),
+        dataclasses.replace(epyc, cpu_model="Intel(R) Xeon(R) CPU @ 2.20GHz"),
+        dataclasses.replace(epyc, cores=64),
+    ]
+    keys = set()
+    for machine in machines:
+        monkeypatch.setattr(gpukit, "describe_machine", machine.describe)
+        keys.add(execution.cache_key(key_root, "quick"))
     assert len(keys) == 4, keys
     assert all(re.fullmatch(r"[\w.+=-]+", key) for key in keys), keys
 
