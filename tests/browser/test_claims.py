@@ -10,7 +10,13 @@ what these tests check:
 * a page that no longer teaches: on a CPU-only quick build every row of the concise page's
   table must clear chance (0.1) by far, at least 0.5 (issue 13), so that comparing one device,
   ``nn.DataParallel`` and DDP means something there;
-* the from-scratch page's claim that its CPU replicas agree exactly.
+* the from-scratch page's claim that its CPU replicas agree exactly;
+* the solutions and sentences that quote a number, an order or a word chosen from an output
+  (speculative decoding, quantization, the paged KV cache, expert parallelism, the slower
+  device's share, the ring's rates): the glued values are the printed ones, and the word is
+  the one the printed numbers call for;
+* every multi-process page's sentence on its world size: the number is the one its outputs
+  print, and the ranks are CPU processes exactly where the outputs say gloo.
 
 An unrelated change to gpukit can move the outputs (an argument check that drew one random
 number once did), and nothing else would notice that the text no longer describes them.
@@ -236,3 +242,20 @@ def test_parameter_server_solutions_hold_for_their_outputs(desktop_tab, site, la
     keys = [number(x.strip(" '")) for x in by_key.split("', '")]
     ranges = [number(x.strip(" '")) for x in by_range.split("', '")]
     assert max(ranges) - min(ranges) <= 1 < max(keys) - min(keys), (keys, ranges)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_speculative_decoding_exercise_3_quotes_its_cell(desktop_tab, site, lang: str) -> None:
+    # "at c = 0.05 a draft of K tokens, for a speed-up of S; at c = 0.5 only K tokens, for S.
+    # The cheaper draft's best length is longer."
+    _, outputs = read(desktop_tab, site, f"{lang}/speculative-decoding")
+    best = re.findall(r"^c = ([\d.]+): best draft_len (\d+), speed-up ([\d.]+)$", outputs, re.M)
+    found = {c: (k, s) for c, k, s in best}
+    (cheap_k, cheap_s), (dear_k, dear_s) = found["0.05"], found["0.5"]
+    quoted = quoting(desktop_tab, [cheap_k, cheap_s, dear_k, dear_s])
+    assert quoted[:4] == [cheap_k, cheap_s, dear_k, dear_s], (lang, quoted, found)
+    longer = int(cheap_k) > int(dear_k)
+    negative = {"en": "not longer", "zh": "并不更长"}[lang]
+    assert (negative in quoted[4]) != longer, (lang, quoted[4], found)
+    # What the solution teaches: the cheap draft is worth a longer draft, for a larger gain.
+    assert int(cheap_k) > int(dear_k) and float(cheap_s) > float(dear_s), found
