@@ -244,6 +244,11 @@ def test_parameter_server_solutions_hold_for_their_outputs(desktop_tab, site, la
     assert max(ranges) - min(ranges) <= 1 < max(keys) - min(keys), (keys, ranges)
 
 
+def one_of(word: str, choices: tuple[str, ...], chosen: int) -> bool:
+    """Whether a glued word is the choice ``chosen`` of ``choices`` (and no other)."""
+    return choices[chosen] in word and not any(c in word for c in choices if c != choices[chosen])
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_speculative_decoding_exercise_3_quotes_its_cell(desktop_tab, site, lang: str) -> None:
     # "at c = 0.05 a draft of K tokens, for a speed-up of S; at c = 0.5 only K tokens, for S.
@@ -259,3 +264,20 @@ def test_speculative_decoding_exercise_3_quotes_its_cell(desktop_tab, site, lang
     assert (negative in quoted[4]) != longer, (lang, quoted[4], found)
     # What the solution teaches: the cheap draft is worth a longer draft, for a larger gain.
     assert int(cheap_k) > int(dear_k) and float(cheap_s) > float(dear_s), found
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_quantization_solutions_quote_their_cell(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/quantization")
+    # Exercise 1: "Here the error grows: E with one scale for the tensor, E with one per row."
+    row, tensor = re.search(
+        r"int8 error, one scale per row ([\d.]+), one for the tensor ([\d.]+)", outputs
+    ).groups()
+    quoted = quoting(desktop_tab, ["", tensor, row], read_here={0})
+    assert quoted[1:3] == [tensor, row], (lang, quoted, row, tensor)
+    words = {"en": ("does not grow", "grows"), "zh": ("没有变大", "变大了")}[lang]
+    assert one_of(quoted[0], words, float(tensor) > float(row)), (lang, quoted[0], row, tensor)
+    # Exercise 3: the gigabytes of a 7 B model in bf16, int8, MXFP4 and NVFP4, as printed.
+    sizes = dict(re.findall(r"^7 B parameters in (\w+): ([\d.]+) GB$", outputs, re.M))
+    expected = [sizes[name] for name in ("bf16", "int8", "MXFP4", "NVFP4")]
+    assert quoting(desktop_tab, expected)[:4] == expected, (lang, sizes)
