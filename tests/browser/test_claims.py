@@ -281,3 +281,12 @@ def test_quantization_solutions_quote_their_cell(desktop_tab, site, lang: str) -
     sizes = dict(re.findall(r"^7 B parameters in (\w+): ([\d.]+) GB$", outputs, re.M))
     expected = [sizes[name] for name in ("bf16", "int8", "MXFP4", "NVFP4")]
     assert quoting(desktop_tab, expected)[:4] == expected, (lang, sizes)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_paged_kv_cache_quotes_the_block_tables_share(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/paged-kv-cache")
+    share = re.search(r"of which the block table methods [\d.]+ s \(([\d.]+)%\)", outputs)
+    assert share, outputs
+    quoted = quoting(desktop_tab, [share.group(1)])
+    assert quoted == [share.group(1)], (lang, quoted, share.group(0))
