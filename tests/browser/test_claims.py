@@ -290,3 +290,25 @@ def test_paged_kv_cache_quotes_the_block_tables_share(desktop_tab, site, lang: s
     assert share, outputs
     quoted = quoting(desktop_tab, [share.group(1)])
     assert quoted == [share.group(1)], (lang, quoted, share.group(0))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_expert_parallelism_says_which_way_training_moved_the_load(
+    desktop_tab, site, lang: str
+) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/expert-parallelism")
+    # The untrained router: the assignments per expert it printed (the same for each factor).
+    counts = re.findall(r"assignments per expert \[([^\]]*)\]", outputs)[-1].split(",")
+    counts = [int(n) for n in counts]
+    untrained = f"{max(counts) / (sum(counts) / len(counts)):.2f}"
+    # The trained one without the auxiliary loss: the first row of the table, busiest / mean.
+    trained = re.search(r"^\s*0\.0\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+[\d.]+%$", outputs, re.M)
+    assert trained, outputs
+    trained = trained.group(1)
+    # "... got L times the mean load (the untrained router's ...: U times; on this build,
+    # training without the auxiliary loss raised the imbalance) ..."
+    quoted = quoting(desktop_tab, ["", trained, untrained, ""], read_here={0, 3})
+    assert quoted[1:3] == [trained, untrained], (lang, quoted, trained, untrained)
+    words = {"en": ("did not change", "raised", "lowered"), "zh": ("没有改变", "加剧了", "减轻了")}
+    way = (float(trained) > float(untrained)) - (float(trained) < float(untrained))
+    assert one_of(quoted[3], words[lang], way), (lang, quoted[3], trained, untrained)
