@@ -312,3 +312,17 @@ def test_expert_parallelism_says_which_way_training_moved_the_load(
     words = {"en": ("did not change", "raised", "lowered"), "zh": ("没有改变", "加剧了", "减轻了")}
     way = (float(trained) > float(untrained)) - (float(trained) < float(untrained))
     assert one_of(quoted[3], words[lang], way), (lang, quoted[3], trained, untrained)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_from_scratch_exercise_4_says_whether_the_accuracies_agree(
+    desktop_tab, site, lang: str
+) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/multiple-gpus")
+    multi, alone = re.search(
+        r"test acc on \d+ devices: ([\d.]+), on \S+ alone: ([\d.]+)", outputs
+    ).groups()
+    quoted = quoting(desktop_tab, ["", multi, alone], read_here={0})
+    assert quoted[1:3] == [multi, alone], (lang, quoted, multi, alone)
+    words = {"en": ("differ", "agree to the last digit"), "zh": ("有差别", "完全一致")}[lang]
+    assert one_of(quoted[0], words, multi == alone), (lang, quoted[0], multi, alone)
