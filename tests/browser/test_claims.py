@@ -326,3 +326,21 @@ def test_from_scratch_exercise_4_says_whether_the_accuracies_agree(
     assert quoted[1:3] == [multi, alone], (lang, quoted, multi, alone)
     words = {"en": ("differ", "agree to the last digit"), "zh": ("有差别", "完全一致")}[lang]
     assert one_of(quoted[0], words, multi == alone), (lang, quoted[0], multi, alone)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_concise_exercise_4_quotes_the_slower_devices_share(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/{PAGE}")
+    rates = [
+        (device, number(rate))
+        for device, rate in re.findall(
+            r"^(\S+): one step on \d+ examples in .*?, ([\d,.]+) examples/sec$", outputs, re.M
+        )
+    ]
+    assert len(rates) == 2, outputs
+    slow, slow_rate = min(rates, key=lambda pair: pair[1])
+    share = 100 * slow_rate / sum(rate for _, rate in rates)
+    quoted = quoting(desktop_tab, [slow, ""], read_here={1})
+    assert quoted[0] == slow, (lang, quoted, rates)
+    # The printed rates are rounded: the share may differ by one in its last digit.
+    assert abs(number(quoted[1]) - share) <= 1, (lang, quoted, rates)
