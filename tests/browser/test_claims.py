@@ -344,3 +344,19 @@ def test_concise_exercise_4_quotes_the_slower_devices_share(desktop_tab, site, l
     assert quoted[0] == slow, (lang, quoted, rates)
     # The printed rates are rounded: the share may differ by one in its last digit.
     assert abs(number(quoted[1]) - share) <= 1, (lang, quoted, rates)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_parameter_server_exercise_4_quotes_its_rates(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/parameterserver")
+    sweep = [(n, rate) for n, _, rate in SWEEP.findall(outputs)]
+    assert len(sweep) >= 3, outputs
+    (n_small, r_small), (n_mid, r_mid), (n_large, r_large) = sweep[0], sweep[-2], sweep[-1]
+    # en quotes each rate before its size, zh each size before its rate
+    pairs = [(r_small, n_small), (r_mid, n_mid), (r_large, n_large)]
+    expected = [x for pair in pairs for x in (pair if lang == "en" else pair[::-1])]
+    quoted = quoting(desktop_tab, expected)
+    assert quoted[:6] == expected, (lang, sweep)
+    # ... and whether the largest size moved its bytes faster or slower than the one before it
+    words = {"en": ("slower", "faster"), "zh": ("更慢", "更快")}[lang]
+    assert one_of(quoted[6], words, float(r_large) > float(r_mid)), (lang, quoted[6], sweep)
