@@ -244,6 +244,20 @@ def test_parameter_server_solutions_hold_for_their_outputs(desktop_tab, site, la
     assert max(ranges) - min(ranges) <= 1 < max(keys) - min(keys), (keys, ranges)
 
 
+def paragraph_quoting(tab, words: dict[str, str], lang: str) -> list[str]:
+    """The glued values that follow ``words[lang]`` in the paragraph holding them."""
+    paragraph = tab.locator("article p").filter(has_text=words[lang]).first
+    return paragraph.evaluate(
+        """(p, words) => [...p.querySelectorAll("span.pasted-text")].filter(span => {
+             const before = document.createRange();
+             before.setStart(p, 0);
+             before.setEndBefore(span);
+             return before.toString().includes(words);
+           }).map(span => span.textContent.trim())""",
+        words[lang],
+    )
+
+
 def one_of(word: str, choices: tuple[str, ...], chosen: int) -> bool:
     """Whether a glued word is the choice ``chosen`` of ``choices`` (and no other)."""
     return choices[chosen] in word and not any(c in word for c in choices if c != choices[chosen])
@@ -360,3 +374,50 @@ def test_parameter_server_exercise_4_quotes_its_rates(desktop_tab, site, lang: s
     # ... and whether the largest size moved its bytes faster or slower than the one before it
     words = {"en": ("slower", "faster"), "zh": ("更慢", "更快")}[lang]
     assert one_of(quoted[6], words, float(r_large) > float(r_mid)), (lang, quoted[6], sweep)
+
+
+# Each multi-process page's sentence on its world size: the words that find it, and what its
+# outputs print for that number ({} is the number).
+WORLD_SENTENCE = {"en": "world size is", "zh": "进程总数是"}
+WORLD_OUTPUTS = {
+    "fsdp": r"^{} ranks \((gloo|nccl)\)",
+    "tensor-pipeline-parallelism": r"\b{} ranks \((gloo|nccl)\) on",
+    "context-parallelism": r"\b{} ranks \((gloo|nccl)\)",
+    "expert-parallelism": r"\b{} ranks \((gloo|nccl)\)",
+    "overlap": r"\b{} ranks \((gloo|nccl)\)",
+    "planner": r"\b{} ranks \((gloo|nccl)\)",
+    "parameterserver": r"^{} processes, backend (gloo|nccl)",
+    "multiple-gpus-concise": r"DistributedDataParallel, {} (gloo|nccl) process",
+    "many-machines": r"WORLD_SIZE={}\b",
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@pytest.mark.parametrize("page", sorted(WORLD_OUTPUTS))
+def test_multi_process_pages_state_their_world_size(desktop_tab, site, lang: str, page) -> None:
+    provenance, outputs = read(desktop_tab, site, f"{lang}/{page}")
+    quoted = paragraph_quoting(desktop_tab, WORLD_SENTENCE, lang)
+    assert quoted, f"{lang}/{page}: no sentence on the world size"
+    found = re.search(WORLD_OUTPUTS[page].format(re.escape(quoted[0])), outputs, re.M)
+    assert found, f"{lang}/{page}: the prose says a world size of {quoted[0]}: {outputs[:2000]}"
+    # What the ranks ran on: CPU processes under gloo (always, on many-machines), else a GPU each
+    backend = found.group(1) if found.groups() else "gloo"
+    if len(quoted) > 1:
+        assert ("CPU" in quoted[1]) == (backend == "gloo"), (lang, page, quoted, backend)
+        assert ("NCCL" in quoted[1]) == (backend == "nccl"), (lang, page, quoted, backend)
+    if QUICK_CPU[lang][0] in provenance:
+        assert backend == "gloo", (lang, page, found.group(0))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_from_scratch_page_states_its_devices(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/multiple-gpus")
+    quoted = paragraph_quoting(desktop_tab, {"en": "in one process on", "zh": "在一个进程中"}, lang)
+    devices = re.search(r"^(\d+) devices: (.*?)(?: \(|$)", outputs, re.M)
+    assert devices and quoted[0] == devices.group(1), (lang, quoted, outputs[:500])
+    gpus = devices.group(2).count("cuda")
+    kinds = {
+        "en": ("the CPU twice", "GPU 0 and the CPU", "two GPUs"),
+        "zh": ("同一个 CPU 用两次", "GPU 0 加 CPU", "两块 GPU"),
+    }[lang]
+    assert quoted[1] == kinds[gpus], (lang, quoted, devices.group(0))
