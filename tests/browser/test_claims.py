@@ -10,7 +10,13 @@ what these tests check:
 * a page that no longer teaches: on a CPU-only quick build every row of the concise page's
   table must clear chance (0.1) by far, at least 0.5 (issue 13), so that comparing one device,
   ``nn.DataParallel`` and DDP means something there;
-* the from-scratch page's claim that its CPU replicas agree exactly.
+* the from-scratch page's claim that its CPU replicas agree exactly;
+* the solutions and sentences that quote a number, an order or a word chosen from an output
+  (speculative decoding, quantization, the paged KV cache, expert parallelism, the slower
+  device's share, the ring's rates): the glued values are the printed ones, and the word is
+  the one the printed numbers call for;
+* every multi-process page's sentence on its world size: the number is the one its outputs
+  print, and the ranks are CPU processes exactly where the outputs say gloo.
 
 An unrelated change to gpukit can move the outputs (an argument check that drew one random
 number once did), and nothing else would notice that the text no longer describes them.
@@ -236,3 +242,182 @@ def test_parameter_server_solutions_hold_for_their_outputs(desktop_tab, site, la
     keys = [number(x.strip(" '")) for x in by_key.split("', '")]
     ranges = [number(x.strip(" '")) for x in by_range.split("', '")]
     assert max(ranges) - min(ranges) <= 1 < max(keys) - min(keys), (keys, ranges)
+
+
+def paragraph_quoting(tab, words: dict[str, str], lang: str) -> list[str]:
+    """The glued values that follow ``words[lang]`` in the paragraph holding them."""
+    paragraph = tab.locator("article p").filter(has_text=words[lang]).first
+    return paragraph.evaluate(
+        """(p, words) => [...p.querySelectorAll("span.pasted-text")].filter(span => {
+             const before = document.createRange();
+             before.setStart(p, 0);
+             before.setEndBefore(span);
+             return before.toString().includes(words);
+           }).map(span => span.textContent.trim())""",
+        words[lang],
+    )
+
+
+def one_of(word: str, choices: tuple[str, ...], chosen: int) -> bool:
+    """Whether a glued word is the choice ``chosen`` of ``choices`` (and no other)."""
+    return choices[chosen] in word and not any(c in word for c in choices if c != choices[chosen])
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_speculative_decoding_exercise_3_quotes_its_cell(desktop_tab, site, lang: str) -> None:
+    # "at c = 0.05 a draft of K tokens, for a speed-up of S; at c = 0.5 only K tokens, for S.
+    # The cheaper draft's best length is longer."
+    _, outputs = read(desktop_tab, site, f"{lang}/speculative-decoding")
+    best = re.findall(r"^c = ([\d.]+): best draft_len (\d+), speed-up ([\d.]+)$", outputs, re.M)
+    found = {c: (k, s) for c, k, s in best}
+    (cheap_k, cheap_s), (dear_k, dear_s) = found["0.05"], found["0.5"]
+    quoted = quoting(desktop_tab, [cheap_k, cheap_s, dear_k, dear_s])
+    assert quoted[:4] == [cheap_k, cheap_s, dear_k, dear_s], (lang, quoted, found)
+    longer = int(cheap_k) > int(dear_k)
+    negative = {"en": "not longer", "zh": "并不更长"}[lang]
+    assert (negative in quoted[4]) != longer, (lang, quoted[4], found)
+    # What the solution teaches: the cheap draft is worth a longer draft, for a larger gain.
+    assert int(cheap_k) > int(dear_k) and float(cheap_s) > float(dear_s), found
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_quantization_solutions_quote_their_cell(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/quantization")
+    # Exercise 1: "Here the error grows: E with one scale for the tensor, E with one per row."
+    row, tensor = re.search(
+        r"int8 error, one scale per row ([\d.]+), one for the tensor ([\d.]+)", outputs
+    ).groups()
+    quoted = quoting(desktop_tab, ["", tensor, row], read_here={0})
+    assert quoted[1:3] == [tensor, row], (lang, quoted, row, tensor)
+    words = {"en": ("does not grow", "grows"), "zh": ("没有变大", "变大了")}[lang]
+    assert one_of(quoted[0], words, float(tensor) > float(row)), (lang, quoted[0], row, tensor)
+    # Exercise 3: the gigabytes of a 7 B model in bf16, int8, MXFP4 and NVFP4, as printed.
+    sizes = dict(re.findall(r"^7 B parameters in (\w+): ([\d.]+) GB$", outputs, re.M))
+    expected = [sizes[name] for name in ("bf16", "int8", "MXFP4", "NVFP4")]
+    assert quoting(desktop_tab, expected)[:4] == expected, (lang, sizes)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_paged_kv_cache_quotes_the_block_tables_share(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/paged-kv-cache")
+    share = re.search(r"of which the block table methods [\d.]+ s \(([\d.]+)%\)", outputs)
+    assert share, outputs
+    quoted = quoting(desktop_tab, [share.group(1)])
+    assert quoted == [share.group(1)], (lang, quoted, share.group(0))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_expert_parallelism_says_which_way_training_moved_the_load(
+    desktop_tab, site, lang: str
+) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/expert-parallelism")
+    # The untrained router: the assignments per expert it printed (the same for each factor).
+    counts = re.findall(r"assignments per expert \[([^\]]*)\]", outputs)[-1].split(",")
+    counts = [int(n) for n in counts]
+    untrained = f"{max(counts) / (sum(counts) / len(counts)):.2f}"
+    # The trained one without the auxiliary loss: the first row of the table, busiest / mean.
+    trained = re.search(r"^\s*0\.0\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+[\d.]+%$", outputs, re.M)
+    assert trained, outputs
+    trained = trained.group(1)
+    # "... got L times the mean load (the untrained router's ...: U times; on this build,
+    # training without the auxiliary loss raised the imbalance) ..."
+    quoted = quoting(desktop_tab, ["", trained, untrained, ""], read_here={0, 3})
+    assert quoted[1:3] == [trained, untrained], (lang, quoted, trained, untrained)
+    words = {"en": ("did not change", "raised", "lowered"), "zh": ("没有改变", "加剧了", "减轻了")}
+    way = (float(trained) > float(untrained)) - (float(trained) < float(untrained))
+    assert one_of(quoted[3], words[lang], way), (lang, quoted[3], trained, untrained)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_from_scratch_exercise_4_says_whether_the_accuracies_agree(
+    desktop_tab, site, lang: str
+) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/multiple-gpus")
+    multi, alone = re.search(
+        r"test acc on \d+ devices: ([\d.]+), on \S+ alone: ([\d.]+)", outputs
+    ).groups()
+    quoted = quoting(desktop_tab, ["", multi, alone], read_here={0})
+    assert quoted[1:3] == [multi, alone], (lang, quoted, multi, alone)
+    words = {"en": ("differ", "agree to the last digit"), "zh": ("有差别", "完全一致")}[lang]
+    assert one_of(quoted[0], words, multi == alone), (lang, quoted[0], multi, alone)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_concise_exercise_4_quotes_the_slower_devices_share(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/{PAGE}")
+    rates = [
+        (device, number(rate))
+        for device, rate in re.findall(
+            r"^(\S+): one step on \d+ examples in .*?, ([\d,.]+) examples/sec$", outputs, re.M
+        )
+    ]
+    assert len(rates) == 2, outputs
+    slow, slow_rate = min(rates, key=lambda pair: pair[1])
+    share = 100 * slow_rate / sum(rate for _, rate in rates)
+    quoted = quoting(desktop_tab, [slow, ""], read_here={1})
+    assert quoted[0] == slow, (lang, quoted, rates)
+    # The printed rates are rounded: the share may differ by one in its last digit.
+    assert abs(number(quoted[1]) - share) <= 1, (lang, quoted, rates)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_parameter_server_exercise_4_quotes_its_rates(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/parameterserver")
+    sweep = [(n, rate) for n, _, rate in SWEEP.findall(outputs)]
+    assert len(sweep) >= 3, outputs
+    (n_small, r_small), (n_mid, r_mid), (n_large, r_large) = sweep[0], sweep[-2], sweep[-1]
+    # en quotes each rate before its size, zh each size before its rate
+    pairs = [(r_small, n_small), (r_mid, n_mid), (r_large, n_large)]
+    expected = [x for pair in pairs for x in (pair if lang == "en" else pair[::-1])]
+    quoted = quoting(desktop_tab, expected)
+    assert quoted[:6] == expected, (lang, sweep)
+    # ... and whether the largest size moved its bytes faster or slower than the one before it
+    words = {"en": ("slower", "faster"), "zh": ("更慢", "更快")}[lang]
+    assert one_of(quoted[6], words, float(r_large) > float(r_mid)), (lang, quoted[6], sweep)
+
+
+# Each multi-process page's sentence on its world size: the words that find it, and what its
+# outputs print for that number ({} is the number).
+WORLD_SENTENCE = {"en": "world size is", "zh": "进程总数是"}
+WORLD_OUTPUTS = {
+    "fsdp": r"^{} ranks \((gloo|nccl)\)",
+    "tensor-pipeline-parallelism": r"\b{} ranks \((gloo|nccl)\) on",
+    "context-parallelism": r"\b{} ranks \((gloo|nccl)\)",
+    "expert-parallelism": r"\b{} ranks \((gloo|nccl)\)",
+    "overlap": r"\b{} ranks \((gloo|nccl)\)",
+    "planner": r"\b{} ranks \((gloo|nccl)\)",
+    "parameterserver": r"^{} processes, backend (gloo|nccl)",
+    "multiple-gpus-concise": r"DistributedDataParallel, {} (gloo|nccl) process",
+    "many-machines": r"WORLD_SIZE={}\b",
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@pytest.mark.parametrize("page", sorted(WORLD_OUTPUTS))
+def test_multi_process_pages_state_their_world_size(desktop_tab, site, lang: str, page) -> None:
+    provenance, outputs = read(desktop_tab, site, f"{lang}/{page}")
+    quoted = paragraph_quoting(desktop_tab, WORLD_SENTENCE, lang)
+    assert quoted, f"{lang}/{page}: no sentence on the world size"
+    found = re.search(WORLD_OUTPUTS[page].format(re.escape(quoted[0])), outputs, re.M)
+    assert found, f"{lang}/{page}: the prose says a world size of {quoted[0]}: {outputs[:2000]}"
+    # What the ranks ran on: CPU processes under gloo (always, on many-machines), else a GPU each
+    backend = found.group(1) if found.groups() else "gloo"
+    if len(quoted) > 1:
+        assert ("CPU" in quoted[1]) == (backend == "gloo"), (lang, page, quoted, backend)
+        assert ("NCCL" in quoted[1]) == (backend == "nccl"), (lang, page, quoted, backend)
+    if QUICK_CPU[lang][0] in provenance:
+        assert backend == "gloo", (lang, page, found.group(0))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_from_scratch_page_states_its_devices(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/multiple-gpus")
+    quoted = paragraph_quoting(desktop_tab, {"en": "in one process on", "zh": "在一个进程中"}, lang)
+    devices = re.search(r"^(\d+) devices: (.*?)(?: \(|$)", outputs, re.M)
+    assert devices and quoted[0] == devices.group(1), (lang, quoted, outputs[:500])
+    gpus = devices.group(2).count("cuda")
+    kinds = {
+        "en": ("the CPU twice", "GPU 0 and the CPU", "two GPUs"),
+        "zh": ("同一个 CPU 用两次", "GPU 0 加 CPU", "两块 GPU"),
+    }[lang]
+    assert quoted[1] == kinds[gpus], (lang, quoted, devices.group(0))
