@@ -49,6 +49,9 @@ TARGET_WORDS = {
     "zh": ("都达到了", "都没有达到", "中只有一次达到了"),
 }
 MIN_ACCURACY = 0.5
+DP_SPEEDUP = re.compile(r"^DataParallel, 2 devices\s+([\d.]+)x .*\(not on 2 GPUs", re.M)
+# The glued clause that says the one-device speed-up beat what half as many steps can give.
+MORE_THAN_STEPS = {"en": "more than twice as fast", "zh": "快了不止两倍"}
 
 
 def read(tab, site, page: str) -> tuple[str, str]:
@@ -118,6 +121,15 @@ def test_concise_page_quotes_its_table(desktop_tab, site, lang: str) -> None:
     both, neither, one = TARGET_WORDS[lang]
     word = both if all(met) else neither if not any(met) else one
     assert word in quoted[5], f"{lang}: the prose says {quoted[5]!r}, the target lines {met}"
+    one_device = DP_SPEEDUP.search(outputs)
+    if one_device:  # nn.DataParallel had one device: only the batch can explain the speed-up
+        speedup = float(one_device.group(1))
+        steps_ratio = int(rows[1][2]) / int(rows[0][2])  # half as many steps: 2x at most
+        said = quoting(desktop_tab, [f"{speedup:.2f}"])
+        assert number(said[0]) == speedup, (lang, said, speedup)
+        assert (MORE_THAN_STEPS[lang] in said[1]) == (speedup > steps_ratio), (
+            f"{lang}: a speed-up of {speedup} with {steps_ratio:g}x fewer steps, said as {said}"
+        )
     if all(marker in provenance for marker in QUICK_CPU[lang]):
         # Every row, not only the one-device run: with too few optimizer steps the two-device
         # rows once evaluated at chance (batch norm's running averages had not caught up).
