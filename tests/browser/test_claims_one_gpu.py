@@ -364,3 +364,20 @@ def test_async_main_ratio_is_timed_in_turn(desktop_tab, site, lang: str) -> None
     assert ratio_fits(quoted, synchronized, unsynchronized, 0.00005), (quoted, outputs)
     if CPU_ONLY[lang] in provenance:
         assert 0.67 <= float(quoted) <= 1.5, f"{lang}: no queue, yet a ratio of {quoted}"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_memory_half_batch_solution_quotes_its_peaks(desktop_tab, site, lang: str) -> None:
+    # Exercise 1: "the measured peak is X% of the prediction, against Y% at the full batch":
+    # X is the share the half batch's line prints, not the full batch's again.
+    _, outputs = read(desktop_tab, site, f"{lang}/memory")
+    half = re.search(
+        r"^batch \d+: predicted peak .*, measured peak .*, (\d+)% of the prediction$", outputs, re.M
+    )
+    assert half, outputs
+    starts = {
+        "en": "The cell computes the prediction in the same way",
+        "zh": "下面的单元格用与前面相同的方法",
+    }[lang]
+    quoted_half, _ = glued(desktop_tab, starts)  # and the full batch's share
+    assert quoted_half == half[1], (quoted_half, half[0])
