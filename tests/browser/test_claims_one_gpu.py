@@ -381,3 +381,43 @@ def test_memory_half_batch_solution_quotes_its_peaks(desktop_tab, site, lang: st
     }[lang]
     quoted_half, _ = glued(desktop_tab, starts)  # and the full batch's share
     assert quoted_half == half[1], (quoted_half, half[0])
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_gpu_execution_fusion_and_batch_verdicts_fit_their_rows(
+    desktop_tab, site, lang: str
+) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/gpu-execution")
+    # "Here the fused kernel ran X times as fast as the two eager ones: <verdict>". Both rows
+    # count the same FLOP, so the ratio of their times is the ratio of their GFLOP/s.
+    rates = dict(
+        re.findall(r"^(bias\+GELU(?: fused)?) +[\d.]+ FLOP/B +([\d.]+) GFLOP/s", outputs, re.M)
+    )
+    eager, fused = float(rates["bias+GELU"]), float(rates["bias+GELU fused"])
+    starts = {"en": "Fusing bias and GELU does exactly", "zh": "融合偏置和 GELU 正是这样做的"}[lang]
+    quoted, verdict = glued(desktop_tab, starts)[1:3]
+    assert ratio_fits(quoted, fused, eager, 0.05), (quoted, fused, eager)
+    words = {
+        "en": ("fusion paid off", "no real difference", "slower"),
+        "zh": ("融合带来了加速", "几乎没有差别", "反而更慢"),
+    }[lang]
+    ratio = fused / eager
+    if min(abs(ratio - 1.1), abs(ratio - 1 / 1.1)) > 0.02:  # the cell compares unrounded times
+        expected = words[0] if ratio >= 1.1 else words[1] if ratio > 1 / 1.1 else words[2]
+        assert expected in verdict, f"{lang}: fused at {ratio:.2f} times the rate, yet {verdict!r}"
+    # Exercise 4: "that fixed part took X% of the smallest batch's step and Y% of the largest
+    # one's. The MFU was A%, B% and C%: it grew / did not grow steadily".
+    rows = re.findall(
+        r"^batch +(\d+): MFU (\d+)%; a step of 1 example takes (\d+)% of its time", outputs, re.M
+    )
+    assert len(rows) == 3, outputs
+    mfus = [int(mfu) for _, mfu, _ in rows]
+    starts = {"en": "The FLOP of a step grow with the batch", "zh": "一个训练步的 FLOP 随批量增长"}[
+        lang
+    ]
+    fixed_small, fixed_large, *quoted_mfus, trend = glued(desktop_tab, starts)
+    assert (fixed_small, fixed_large) == (rows[0][2], rows[2][2]), (fixed_small, fixed_large, rows)
+    assert [int(q) for q in quoted_mfus] == mfus, (quoted_mfus, rows)
+    grew = {"en": "it grew with the batch", "zh": "随批量增长"}[lang]
+    if len(set(mfus)) == 3:  # rounded apart: the order of the printed MFUs is the cell's
+        assert (trend == grew) == (mfus == sorted(mfus)), f"{lang}: MFUs {mfus}, yet {trend!r}"
