@@ -421,3 +421,42 @@ def test_gpu_execution_fusion_and_batch_verdicts_fit_their_rows(
     grew = {"en": "it grew with the batch", "zh": "随批量增长"}[lang]
     if len(set(mfus)) == 3:  # rounded apart: the order of the printed MFUs is the cell's
         assert (trend == grew) == (mfus == sorted(mfus)), f"{lang}: MFUs {mfus}, yet {trend!r}"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_decoding_ridge_point_is_this_devices(desktop_tab, site, lang: str) -> None:
+    # "This device's ridge point, its peak FLOP/s over the same bandwidth, is X FLOP/byte,
+    # <far below|below|close to|above> the H200's Y: here the weights' matrix products turn
+    # compute-bound from a batch of Z texts." The CPU case leans on it ("a CPU's ridge point").
+    _, outputs = read(desktop_tab, site, f"{lang}/decoding")
+    bandwidth = float(
+        re.search(r"^memory bandwidth for the bound: ([\d,]+) GB/s", outputs, re.M)[1].replace(
+            ",", ""
+        )
+    )
+    line = re.search(
+        r"^peak for the ridge point: ([\d,]+) GFLOP/s; ridge point ([\d.]+) FLOP/byte: "
+        r"the weights compute-bound from batch (\d+)",
+        outputs,
+        re.M,
+    )
+    assert line, outputs
+    peak, ridge, batch = float(line[1].replace(",", "")), line[2], line[3]
+    h200 = float(re.search(r"^ *H200 SXM: .* ridge (\d+) FLOP/byte", outputs, re.M)[1])
+    starts = {"en": "The second line is this", "zh": "输出的第二行是本设备的屋脊点"}[lang]
+    quoted = glued(desktop_tab, starts)[-4:]
+    assert quoted[0] == ridge and quoted[2] == f"{h200:.0f}" and quoted[3] == batch, (
+        quoted,
+        line[0],
+    )
+    assert ratio_fits(ridge, peak, bandwidth, 0.5), (ridge, peak, bandwidth)
+    below = h200 / float(ridge)
+    words = {
+        "en": ("far below", "below", "close to", "above"),
+        "zh": ("远低于", "低于", "接近", "高于"),
+    }
+    expected = 0 if below >= 3 else 1 if below >= 1.5 else 2 if below > 1 / 1.5 else 3
+    if min(abs(below - edge) for edge in (3, 1.5, 1 / 1.5)) > 0.05:  # the cell's values unrounded
+        assert quoted[1] == words[lang][expected], (
+            f"{lang}: ridge {ridge} against {h200}: {quoted[1]!r}"
+        )
