@@ -460,3 +460,26 @@ def test_decoding_ridge_point_is_this_devices(desktop_tab, site, lang: str) -> N
         assert quoted[1] == words[lang][expected], (
             f"{lang}: ridge {ridge} against {h200}: {quoted[1]!r}"
         )
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_export_compile_share_and_load_are_measured(desktop_tab, site, lang: str) -> None:
+    # "The runs of the C++ compiler, which torch times, took X% of the compile", and "Loading
+    # the package took the fresh process Y s; compiling it took Z times as long."
+    _, outputs = read(desktop_tab, site, f"{lang}/export")
+    compile_line = re.search(
+        rf"^AOTInductor: {SECONDS} to compile for \w+, {SECONDS} of it in the C\+\+ compiler",
+        outputs,
+        re.M,
+    )
+    assert compile_line, outputs
+    total, cxx = float(compile_line[1]), float(compile_line[2])
+    assert 0 < cxx <= total, compile_line[0]
+    load = re.search(r"^fresh process: loaded in ([\d.]+) s;", outputs, re.M)[1]
+    starts = {"en": "Exporting took", "zh": "导出用了"}[lang]
+    share = glued(desktop_tab, starts)[2]
+    assert ratio_fits(share, 100 * cxx, total, 0.00005), (share, compile_line[0])
+    starts = {"en": "The fresh process writes", "zh": "全新进程写出的文本"}[lang]
+    quoted_load, quoted_ratio = glued(desktop_tab, starts)[-2:]
+    assert quoted_load == f"{float(load):.2f}", (quoted_load, load)
+    assert ratio_fits(quoted_ratio, total, float(load), 0.005), (quoted_ratio, total, load)
