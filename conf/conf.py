@@ -169,6 +169,8 @@ html_sidebars = {"**": [f"sidebar/{name}.html" for name in sidebar]}
 html_theme_options = {"source_repository": repository_url, "source_branch": "main"}
 html_theme_options["source_directory"] = f"docs/{site_language}/"
 html_last_updated_fmt = None
+# No Python module index page: the API reference lists gpukit's modules, one page each.
+html_domain_indices = False
 html_favicon = str(CONF_DIR / "_static" / "favicon.svg")
 # The template (_templates/page.html) links every page to itself in each language on the hosted
 # site (hreflang wants absolute addresses) and describes the pages that have no summary.
