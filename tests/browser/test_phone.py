@@ -35,8 +35,12 @@ PRE_JS = """
   wide: pre.scrollWidth > pre.clientWidth,
   focusable: pre.tabIndex >= 0,
   right: pre.getBoundingClientRect().right,
+  font: parseFloat(getComputedStyle(pre).fontSize),
 }))
 """
+# Text under 12 px is what Lighthouse's legible-font audit counts against a page on a phone (it
+# fails once that is 40% of the text, as the profiling page's tables were).
+LEGIBLE_PX = 12
 
 
 # Another machine's fonts and outputs make a line a few pixels wider than here: zh/hardware fit
@@ -68,6 +72,7 @@ def test_no_sideways_scrolling_on_a_phone(phone_tab, site, name: str) -> None:
     for i, pre in enumerate(phone.evaluate(PRE_JS)):
         assert pre["overflow"] in ("auto", "scroll"), f"block {i} of {name} does not scroll"
         assert pre["right"] <= PHONE["width"] + 1, f"block {i} of {name} sticks out"
+        assert pre["font"] >= LEGIBLE_PX, f"block {i} of {name} is set in {pre['font']} px"
         if pre["wide"]:
             assert pre["focusable"], f"block {i} of {name} scrolls but takes no keyboard focus"
 
