@@ -511,6 +511,8 @@ CASES = [
     ),
     # pretrained, serving, paging
     ("trained_gpt", ("huge",), {}, ValueError, "size"),
+    ("trained_gpt", ("draft",), {"recipe": {"steps": 1}}, ValueError, "recipe lacks"),
+    ("gpt_recipe", ("huge",), {}, ValueError, "size"),
     ("decode_cost", (tiny_net, 1, 8), {}, TypeError, "net"),
     ("decode_cost", (lambda: gpukit.GPT(max_len=8), 0, 8), {}, ValueError, "batch_size"),
     ("StaticCacheDecoder", (lambda: gpukit.GPT(max_len=8), 1, 9), {}, ValueError, "max_len"),
