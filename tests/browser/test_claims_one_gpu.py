@@ -105,10 +105,13 @@ def test_hardware_stride_solution_quotes_its_sums(desktop_tab, site, lang: str) 
     }
     assert set(per_sum) == {1, 2, 4, 8, 16, 32, 64}, outputs
     starts = {"en": "A view with stride", "zh": "步长为"}[lang]
-    time_ratio, cost_ratio = glued(desktop_tab, starts)
+    time_ratio, cost_ratio, past_32, past_64 = glued(desktop_tab, starts)
     assert close(time_ratio, per_sum[16] / per_sum[1], 2)
     assert close(cost_ratio, 16 * per_sum[16] / per_sum[1], 1)
     assert float(cost_ratio) > 3, f"{lang}: a number at stride 16 cost only {cost_ratio}x"
+    # Past a cache line: strides 32 and 64 against 16, quoted whichever way they went
+    assert close(past_32, per_sum[32] / per_sum[16], 2)
+    assert close(past_64, per_sum[64] / per_sum[16], 2)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -310,10 +313,12 @@ def sweep(outputs: str, first: str) -> list[float]:
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_hardware_sweeps_show_what_their_solutions_say(desktop_tab, site, lang: str) -> None:
     provenance, outputs = read(desktop_tab, site, f"{lang}/hardware")
-    # Exercise 2: the copy rate "grows with the size while the fixed cost dominates": the
-    # smallest copy (4 KiB) has the lowest rate, far below the largest.
+    # Exercise 2: the copy rate "grows with the size while the fixed cost dominates", and "on a
+    # busy CPU the small sizes scatter": the lowest rate is one of the two smallest copies, and
+    # the smallest copy's rate is far below the largest's.
     copies = sweep(outputs, " 4.0 KiB")
-    assert len(copies) >= 4 and copies[0] == min(copies) and copies[0] < copies[-1] / 2, copies
+    assert len(copies) >= 4 and min(copies[:2]) == min(copies), copies
+    assert copies[0] < copies[-1] / 2, copies
     # Exercise 3: the products' rate "grows with n until the arithmetic units are the limit":
     # the smallest product (64 x 64) has the lowest rate.
     products = sweep(outputs, "matmul 64x64")
