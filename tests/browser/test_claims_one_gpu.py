@@ -488,3 +488,28 @@ def test_export_compile_share_and_load_are_measured(desktop_tab, site, lang: str
     quoted_load, quoted_ratio = glued(desktop_tab, starts)[-2:]
     assert quoted_load == f"{float(load):.2f}", (quoted_load, load)
     assert ratio_fits(quoted_ratio, total, float(load), 0.005), (quoted_ratio, total, load)
+
+
+# fast-training: which way D2L's loop went against train_ch6's mean and its epochs after the
+# first, as the glued clause says it: "no faster", "faster ... mean", "... and even than its
+# other epochs".
+LOOP_WORDS = {
+    "en": ("no faster", "even than its other epochs"),
+    "zh": ("不比", "甚至比基线的其余各轮也快"),
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_fast_training_loop_against_the_baseline(desktop_tab, site, lang: str) -> None:
+    read(desktop_tab, site, f"{lang}/fast-training")
+    starts = {"en": "the first row, differs from", "zh": "第一行 D2L 的循环与"}[lang]
+    loop, mean, first, rest, clause = glued(desktop_tab, starts)
+    no_faster, beyond_rest = LOOP_WORDS[lang]
+    # Rounded to 2 places, as glued: only a gap the reader can see is checked.
+    if float(loop) != float(mean):
+        assert (no_faster in clause) == (float(loop) > float(mean)), (loop, mean, clause)
+    # The clause names the first epoch only where it was clearly slower (the cell's 1.1)
+    if float(loop) < min(float(mean), float(rest)) and float(first) > 1.15 * float(rest):
+        assert beyond_rest in clause, (loop, rest, clause)
+    if float(loop) > float(rest):
+        assert beyond_rest not in clause, (loop, rest, clause)
