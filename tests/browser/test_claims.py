@@ -275,6 +275,14 @@ def one_of(word: str, choices: tuple[str, ...], chosen: int) -> bool:
     return choices[chosen] in word and not any(c in word for c in choices if c != choices[chosen])
 
 
+def word_beside_values(tab, values: list[str], choices: tuple[str, ...], chosen: int) -> None:
+    """The paragraph that glues a word and then ``values``: the values as printed, and the word
+    the choice ``chosen`` of ``choices``."""
+    quoted = quoting(tab, ["", *values], read_here={0})
+    assert quoted[1 : 1 + len(values)] == values, (quoted, values)
+    assert one_of(quoted[0], choices, chosen), (quoted[0], values)
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_speculative_decoding_exercise_3_quotes_its_cell(desktop_tab, site, lang: str) -> None:
     # "at c = 0.05 a draft of K tokens, for a speed-up of S; at c = 0.5 only K tokens, for S.
@@ -299,10 +307,8 @@ def test_quantization_solutions_quote_their_cell(desktop_tab, site, lang: str) -
     row, tensor = re.search(
         r"int8 error, one scale per row ([\d.]+), one for the tensor ([\d.]+)", outputs
     ).groups()
-    quoted = quoting(desktop_tab, ["", tensor, row], read_here={0})
-    assert quoted[1:3] == [tensor, row], (lang, quoted, row, tensor)
     words = {"en": ("does not grow", "grows"), "zh": ("没有变大", "变大了")}[lang]
-    assert one_of(quoted[0], words, float(tensor) > float(row)), (lang, quoted[0], row, tensor)
+    word_beside_values(desktop_tab, [tensor, row], words, float(tensor) > float(row))
     # Exercise 3: the gigabytes of a 7 B model in bf16, int8, MXFP4 and NVFP4, as printed.
     sizes = dict(re.findall(r"^7 B parameters in (\w+): ([\d.]+) GB$", outputs, re.M))
     expected = [sizes[name] for name in ("bf16", "int8", "MXFP4", "NVFP4")]
@@ -348,10 +354,8 @@ def test_from_scratch_exercise_4_says_whether_the_accuracies_agree(
     multi, alone = re.search(
         r"test acc on \d+ devices: ([\d.]+), on \S+ alone: ([\d.]+)", outputs
     ).groups()
-    quoted = quoting(desktop_tab, ["", multi, alone], read_here={0})
-    assert quoted[1:3] == [multi, alone], (lang, quoted, multi, alone)
     words = {"en": ("differ", "agree to the last digit"), "zh": ("有差别", "完全一致")}[lang]
-    assert one_of(quoted[0], words, multi == alone), (lang, quoted[0], multi, alone)
+    word_beside_values(desktop_tab, [multi, alone], words, multi == alone)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
