@@ -183,7 +183,6 @@ def trained_gpt(size: str = "target", *, recipe: dict | None = None) -> GPT:
         True
     """
     check_choice(size, "size", SIZES)
-    device = try_gpu()
     if recipe is None:
         recipe = gpt_recipe(size)
     else:
@@ -193,6 +192,7 @@ def trained_gpt(size: str = "target", *, recipe: dict | None = None) -> GPT:
             said = [f"lacks {', '.join(missing)}"] if missing else []
             said += [f"has the unknown key {', '.join(unknown)}"] if unknown else []
             raise ValueError(f"recipe {' and '.join(said)}; a recipe has {', '.join(expected)}")
+    device = try_gpu()
     path = _cache_dir() / f"gpt-{size}-{_key(size, recipe, device)}.pt"
     if path.exists():
         saved = torch.load(path, map_location=device, weights_only=True)
