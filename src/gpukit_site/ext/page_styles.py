@@ -13,8 +13,8 @@ import re
 # A stylesheet (the start of its path in the site) and what a page's body holds where it is used.
 USED_BY = {
     "_static/mystnb.": re.compile(r'class="[^"]*\b(cell|cell_output|pasted-text|pasted-inline)\b'),
-    "_static/katex/": re.compile(r'class="[^"]*\bkatex\b'),
-    "_static/katex-math.css": re.compile(r'class="[^"]*\bkatex\b'),
+    # KaTeX's own (katex/katex.min.css) and sphinxcontrib-katex's (katex-math.css)
+    "_static/katex": re.compile(r'class="[^"]*\bkatex\b'),
 }
 
 
