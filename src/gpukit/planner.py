@@ -57,7 +57,7 @@ class ModelSpec:
 
     ``n_params`` counts all parameters; ``12 d_model**2`` of them sit in each of the
     ``n_layers`` layers (attention's four ``d x d`` projections, the MLP's ``d x 4d`` and
-    ``4d x d``), the rest (embedding, output head) outside. ``kv_heads`` (default: ``n_heads``)
+    ``4d x d``), the rest (:attr:`other_params`) outside. ``kv_heads`` (default: ``n_heads``)
     is fewer under grouped-query attention. A step trains on ``global_batch`` sequences of
     ``seq_len`` tokens, each GPU computing ``micro_batch`` sequences at a time.
 
@@ -107,7 +107,12 @@ class ModelSpec:
 
     @property
     def other_params(self) -> int:
-        """The parameters outside the layers, in the embedding and the output head."""
+        """The parameters beyond the layers' ``12 d_model**2`` each, counted outside the layers.
+
+        Mostly the embedding and the output head, but also what a model's layers hold beyond
+        ``12 d_model**2`` (Llama's SwiGLU MLP, three matrices, is wider than ``8 d_model**2``;
+        the norms) and the rounding of ``n_params``.
+        """
         return self.n_params - self.n_layers * self.layer_params
 
     @property
