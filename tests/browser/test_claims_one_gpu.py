@@ -345,8 +345,8 @@ def test_async_cpu_work_is_done_when_queued(desktop_tab, site, lang: str) -> Non
     assert (gflop, ms) == (f"{2 * n**3 / 1e9:.1f}", f"{2 * n**3 / 67e12 * 1e3:.2f}"), (gflop, ms)
     if CPU_ONLY[lang] not in provenance:
         pytest.skip(f"not a CPU-only build: {provenance}")
-    # Exercises 3 and 4: "on a CPU the second time adds only the call to our do-nothing
-    # synchronize": queued and finished agree to a few ms.
+    # Exercises 3 and 4: "on a CPU the second time adds only what lies between the two clock
+    # reads": queued and finished agree to a few ms.
     pairs = re.findall(rf"queued after {SECONDS}, finished after {SECONDS}", outputs)
     assert len(pairs) == 5, outputs
     assert all(float(done) - float(queued) <= 0.002 for queued, done in pairs), pairs
