@@ -31,7 +31,7 @@ from gpukit._checks import check_choice
 from gpukit.devices import try_gpu
 from gpukit.fast import auto_precision
 from gpukit.gpt import GPT, load_python_source, text_batch
-from gpukit.profiles import current_profile, pick
+from gpukit.profiles import PROFILES, current_profile
 from gpukit.training import lr_factor
 
 __all__ = ["gpt_recipe", "trained_gpt"]
@@ -39,17 +39,25 @@ __all__ = ["gpt_recipe", "trained_gpt"]
 SIZES = ("target", "draft")
 
 
-def gpt_recipe(size: str = "target") -> dict:
-    """How :func:`trained_gpt` trains the model of ``size`` in the current profile: the GPT's
-    ``shape`` (its keyword arguments), ``steps``, ``lr``, ``batch_size``, ``text_bytes`` and
-    ``seed``. Change a copy and pass it as ``trained_gpt(size, recipe=...)`` to train another.
+def gpt_recipe(size: str = "target", *, profile: str | None = None) -> dict:
+    """How :func:`trained_gpt` trains the model of ``size`` in ``profile`` (``"quick"`` or
+    ``"full"``; ``None``: the current profile): the GPT's ``shape`` (its keyword arguments),
+    ``steps``, ``lr``, ``batch_size``, ``text_bytes`` and ``seed``. Change a copy and pass it as
+    ``trained_gpt(size, recipe=...)`` to train another.
 
     Example:
         >>> draft, target = gpt_recipe("draft"), gpt_recipe("target")
         >>> draft["shape"]["vocab_size"], draft["shape"]["max_len"] == target["shape"]["max_len"]
         (256, True)
+        >>> gpt_recipe(profile="full")["shape"]["num_hiddens"]  # the GPU runners' model
+        2048
     """
     check_choice(size, "size", SIZES)
+    name = current_profile().name if profile is None else check_choice(profile, "profile", PROFILES)
+
+    def pick(*, quick, full):  # the value for ``profile``, as gpukit.pick gives the current one
+        return quick if name == "quick" else full
+
     context = pick(quick=128, full=512)
     if size == "target":
         # full: ~400 M weights that multiply, so that decoding one text reads ~0.8 GB of bf16

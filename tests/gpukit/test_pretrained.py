@@ -113,3 +113,13 @@ def test_a_recipe_without_its_keys_is_refused(cache):
         gpukit.trained_gpt("draft", recipe=recipe)
     with pytest.raises(ValueError, match="unknown key warmup"):
         gpukit.trained_gpt("draft", recipe=small_recipe("draft") | {"warmup": 3})
+
+
+def test_a_recipe_for_another_profile(monkeypatch):
+    monkeypatch.setenv("GPUKIT_PROFILE", "quick")
+    full = gpukit.gpt_recipe(profile="full")
+    assert full["shape"]["num_hiddens"] > gpukit.gpt_recipe()["shape"]["num_hiddens"]
+    monkeypatch.setenv("GPUKIT_PROFILE", "full")
+    assert gpukit.gpt_recipe() == full
+    with pytest.raises(ValueError, match=r"profile must be one of \['full', 'quick'\]"):
+        gpukit.gpt_recipe(profile="fast")
