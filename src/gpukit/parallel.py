@@ -42,6 +42,7 @@ __all__ = [
     "ring_allreduce_demo",
     "ring_allreduce_sweep",
     "split_batch",
+    "threads_per_rank",
 ]
 
 
@@ -145,6 +146,18 @@ def checked_backend(backend: object, world_size: int) -> str:
     return backend  # type: ignore[return-value]
 
 
+def threads_per_rank(world_size: int) -> int:
+    """The PyTorch threads :func:`launch` gives each of ``world_size`` ranks on a CPU: an equal
+    share of the cores, at least one. Each rank would otherwise start one thread per core, and
+    n ranks on n cores would run n * n threads that spend their time fighting over the cores.
+
+    Example:
+        >>> threads_per_rank(1) == (os.cpu_count() or 1)
+        True
+    """
+    return max(1, (os.cpu_count() or 1) // check_int(world_size, "world_size"))
+
+
 def rank_device() -> torch.device:
     """The device of this process in a process group: its GPU under NCCL, else the CPU."""
     if dist.is_available() and dist.is_initialized() and dist.get_backend() == "nccl":
@@ -209,9 +222,7 @@ def _entry(
         if backend == "nccl":
             torch.cuda.set_device(rank)
         else:
-            # Each rank would otherwise start one thread per core: n ranks on n cores would
-            # run n*n threads and spend their time fighting over the cores.
-            torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+            torch.set_num_threads(threads_per_rank(world_size))
         dist.init_process_group(
             backend,
             rank=rank,
