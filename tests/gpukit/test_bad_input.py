@@ -201,6 +201,8 @@ CASES = [
     ("allreduce", ("data",), {}, TypeError, "data"),
     ("allreduce", ([],), {}, ValueError, "data"),
     ("choose_backend", ("2",), {}, TypeError, "world_size"),
+    ("threads_per_rank", ("2",), {}, TypeError, "world_size"),
+    ("threads_per_rank", (0,), {}, ValueError, "world_size"),
     ("choose_backend", (0,), {}, ValueError, "world_size"),
     ("launch", ("worker", 2), {}, TypeError, "worker"),
     ("launch", (noop, 0), {}, ValueError, "world_size"),
