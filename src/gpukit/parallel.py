@@ -152,8 +152,11 @@ def threads_per_rank(world_size: int) -> int:
     n ranks on n cores would run n * n threads that spend their time fighting over the cores.
 
     Example:
+        >>> import os
         >>> threads_per_rank(1) == (os.cpu_count() or 1)
         True
+        >>> threads_per_rank(10_000)  # more ranks than cores: one thread each
+        1
     """
     return max(1, (os.cpu_count() or 1) // check_int(world_size, "world_size"))
 
