@@ -18,6 +18,7 @@ decoding.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pathlib
@@ -27,11 +28,11 @@ import time
 import torch
 import torch.nn.functional as F
 
+from gpukit import profiles
 from gpukit._checks import check_choice
 from gpukit.devices import try_gpu
 from gpukit.fast import auto_precision
 from gpukit.gpt import GPT, load_python_source, text_batch
-from gpukit.profiles import PROFILES, current_profile
 from gpukit.training import lr_factor
 
 __all__ = ["gpt_recipe", "trained_gpt"]
@@ -53,11 +54,7 @@ def gpt_recipe(size: str = "target", *, profile: str | None = None) -> dict:
         2048
     """
     check_choice(size, "size", SIZES)
-    name = current_profile().name if profile is None else check_choice(profile, "profile", PROFILES)
-
-    def pick(*, quick, full):  # the value for ``profile``, as gpukit.pick gives the current one
-        return quick if name == "quick" else full
-
+    pick = functools.partial(profiles.pick, profile=profile)  # which checks ``profile``
     context = pick(quick=128, full=512)
     if size == "target":
         # full: ~400 M weights that multiply, so that decoding one text reads ~0.8 GB of bf16
@@ -93,7 +90,7 @@ def _key(size: str, recipe: dict, device: torch.device) -> str:
     parts = [
         size,
         repr(sorted((k, repr(v)) for k, v in recipe.items())),
-        current_profile().name,
+        profiles.current_profile().name,
         device.type,
         torch.__version__,
         f"{sys.version_info.major}.{sys.version_info.minor}",

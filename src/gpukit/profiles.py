@@ -165,8 +165,8 @@ def current_profile() -> Profile:
     return PROFILES[name]
 
 
-def pick(*, quick: T, full: T) -> T:
-    """Return the value for the current execution profile.
+def pick(*, quick: T, full: T, profile: str | None = None) -> T:
+    """Return the value for ``profile`` (``"quick"`` or ``"full"``; ``None``: the current one).
 
     A page states both settings of a workload where it uses them, so a reader sees what the
     quick build (laptops, CI) and the full build (GPU runners) run::
@@ -178,10 +178,15 @@ def pick(*, quick: T, full: T) -> T:
     Example:
         >>> pick(quick=800, full=4_000) == (800 if current_profile().name == "quick" else 4_000)
         True
+        >>> pick(quick=800, full=4_000, profile="full")  # what the GPU runners run
+        4000
     """
     if type(quick) is not type(full):
         raise TypeError(
             f"quick and full must be of one type, got {type(quick).__name__} "
             f"and {type(full).__name__}"
         )
-    return quick if current_profile().name == "quick" else full
+    if profile is None:
+        profile = current_profile().name
+    check_choice(profile, "profile", PROFILES)
+    return quick if profile == "quick" else full

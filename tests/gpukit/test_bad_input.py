@@ -88,6 +88,7 @@ CASES = [
     ("load_data_fashion_mnist", (32,), {"num_workers": -1}, ValueError, "num_workers"),
     ("load_data_fashion_mnist", (32,), {"root": 3}, TypeError, "root"),
     ("pick", (), {"quick": 10, "full": "20"}, TypeError, "full"),
+    ("pick", (), {"quick": 10, "full": 20, "profile": "fast"}, ValueError, "profile"),
     # devices
     ("gpu", ("0",), {}, TypeError, "i"),
     ("gpu", (-1,), {}, ValueError, "i"),
@@ -515,6 +516,7 @@ CASES = [
     ("trained_gpt", ("huge",), {}, ValueError, "size"),
     ("trained_gpt", ("draft",), {"recipe": {"steps": 1}}, ValueError, "recipe lacks"),
     ("gpt_recipe", ("huge",), {}, ValueError, "size"),
+    ("gpt_recipe", (), {"profile": "gpu"}, ValueError, "profile"),
     ("decode_cost", (tiny_net, 1, 8), {}, TypeError, "net"),
     ("decode_cost", (lambda: gpukit.GPT(max_len=8), 0, 8), {}, ValueError, "batch_size"),
     ("StaticCacheDecoder", (lambda: gpukit.GPT(max_len=8), 1, 9), {}, ValueError, "max_len"),
