@@ -116,9 +116,12 @@ def test_hardware_stride_solution_quotes_its_sums(desktop_tab, site, lang: str) 
     }
     assert set(per_sum) == {1, 2, 4, 8, 16, 32, 64}, outputs
     starts = {"en": "A view with stride", "zh": "步长为"}[lang]
-    time_ratio, cost_ratio, past_32, past_64 = glued(desktop_tab, starts)
+    time_ratio, cost_ratio, between_low, between_high, past_32, past_64 = glued(desktop_tab, starts)
     assert close(time_ratio, per_sum[16] / per_sum[1], 2)
     assert close(cost_ratio, 16 * per_sum[16] / per_sum[1], 1)
+    # Strides 2 to 8 against the contiguous sum: the range the solution quotes
+    between = [per_sum[stride] / per_sum[1] for stride in (2, 4, 8)]
+    assert close(between_low, min(between), 2) and close(between_high, max(between), 2)
     assert float(cost_ratio) > 3, f"{lang}: a number at stride 16 cost only {cost_ratio}x"
     # Past a cache line: strides 32 and 64 against 16, quoted whichever way they went
     assert close(past_32, per_sum[32] / per_sum[16], 2)
@@ -504,11 +507,19 @@ def test_export_compile_share_and_load_are_measured(desktop_tab, site, lang: str
 
 
 # fast-training: which way D2L's loop went against train_ch6's mean and its epochs after the
-# first, as the glued clause says it: "no faster", "faster ... mean", "... and even than its
-# other epochs".
+# first, as the glued clause says it: slower ("no faster" on a GPU; on a CPU "slower ... by",
+# with what the reads cost), "faster ... mean", "... and even than its other epochs".
 LOOP_WORDS = {
-    "en": ("no faster", "even than its other epochs"),
-    "zh": ("不比", "甚至比基线的其余各轮也快"),
+    "en": (("no faster", "slower than the baseline by"), "even than its other epochs"),
+    "zh": (("不比", "比基线慢"), "甚至比基线的其余各轮也快"),
+}
+# On a CPU the slower clause says that the reads cost too little to be the cause: "by X s,
+# while its N reads of the metrics cost Y ms", the epochs of train_ch6 "from A to B s".
+READS = {
+    "en": r"by ([\d.]+) s, while its \d+ reads of the metrics cost ([\d.]+) ms.*from ([\d.]+) "
+    r"to ([\d.]+) s",
+    "zh": r"慢 ([\d.]+) 秒，而它 \d+ 次读取指标一共只花 ([\d.]+) 毫秒.*从 ([\d.]+) 秒到 "
+    r"([\d.]+) 秒",
 }
 
 
@@ -517,15 +528,22 @@ def test_fast_training_loop_against_the_baseline(desktop_tab, site, lang: str) -
     read(desktop_tab, site, f"{lang}/fast-training")
     starts = {"en": "the first row, differs from", "zh": "第一行 D2L 的循环与"}[lang]
     loop, mean, first, rest, clause = glued(desktop_tab, starts)
-    no_faster, beyond_rest = LOOP_WORDS[lang]
+    slower_words, beyond_rest = LOOP_WORDS[lang]
+    says_slower = any(word in clause for word in slower_words)
     # Rounded to 2 places, as glued: only a gap the reader can see is checked.
     if float(loop) != float(mean):
-        assert (no_faster in clause) == (float(loop) > float(mean)), (loop, mean, clause)
+        assert says_slower == (float(loop) > float(mean)), (loop, mean, clause)
     # The clause names the first epoch only where it was clearly slower (the cell's 1.1)
     if float(loop) < min(float(mean), float(rest)) and float(first) > 1.15 * float(rest):
         assert beyond_rest in clause, (loop, rest, clause)
     if float(loop) > float(rest):
         assert beyond_rest not in clause, (loop, rest, clause)
+    reads = re.search(READS[lang], clause)
+    if reads:  # the difference, the reads' cost, the range of the baseline's epochs
+        gap, reads_ms, low, high = map(float, reads.groups())
+        assert abs(gap - (float(loop) - float(mean))) <= 0.016, (gap, loop, mean)
+        assert gap > 10 * reads_ms / 1e3, clause  # "the difference is not theirs"
+        assert low <= float(first) <= high and low <= float(rest) <= high, clause
 
 
 # fast-training: the word after the autocast and larger-batch ratios says which way each went
