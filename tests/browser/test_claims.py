@@ -309,10 +309,13 @@ def test_quantization_solutions_quote_their_cell(desktop_tab, site, lang: str) -
     ).groups()
     words = {"en": ("does not grow", "grows"), "zh": ("没有变大", "变大了")}[lang]
     word_beside_values(desktop_tab, [tensor, row], words, float(tensor) > float(row))
-    # Exercise 3: the gigabytes of a 7 B model in bf16, int8, MXFP4 and NVFP4, as printed.
+    # Exercise 3: MXFP4's and NVFP4's bits per weight from the format table, then the gigabytes
+    # of a 7 B model in bf16, int8, MXFP4 and NVFP4, as printed.
+    bits = dict(re.findall(r"^(MXFP4|NVFP4)\s+([\d.]+)\s+[\d.]+\s+[\d.]+$", outputs, re.M))
     sizes = dict(re.findall(r"^7 B parameters in (\w+): ([\d.]+) GB$", outputs, re.M))
-    expected = [sizes[name] for name in ("bf16", "int8", "MXFP4", "NVFP4")]
-    assert quoting(desktop_tab, expected)[:4] == expected, (lang, sizes)
+    expected = [bits["MXFP4"], bits["NVFP4"]]
+    expected += [sizes[name] for name in ("bf16", "int8", "MXFP4", "NVFP4")]
+    assert quoting(desktop_tab, expected)[:6] == expected, (lang, bits, sizes)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
