@@ -228,8 +228,12 @@ def test_attention_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_triton_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str) -> None:
     _, outputs = read(desktop_tab, site, f"{lang}/triton")
-    # Exercise 1's solution: "157 programs ... the last program masks 48 of its 64 lanes".
-    assert re.search(r"^157 48$", outputs, re.M), outputs
+    # Exercise 1's solution: "P programs; they cover L lanes, so the last program masks M of
+    # its 64 lanes", glued from the cell that prints P and M.
+    programs, masked = re.search(r"^(\d+) (\d+)$", outputs, re.M).groups()
+    lanes = 64 * int(programs)
+    assert quoting(desktop_tab, [programs, lanes, masked])[:3] == [programs, f"{lanes:,}", masked]
+    assert lanes - int(masked) == 10_000 and 0 <= int(masked) < 64, (programs, masked)
     # Exercise 2's solution: without other=-inf "every row's result is wrong": no row sums to 1.
     sums = re.search(r"row sums: \[([^\]]*)\]", outputs).group(1).split(",")
     assert sums and all(abs(float(s) - 1) > 0.01 for s in sums), sums
@@ -309,10 +313,13 @@ def test_quantization_solutions_quote_their_cell(desktop_tab, site, lang: str) -
     ).groups()
     words = {"en": ("does not grow", "grows"), "zh": ("没有变大", "变大了")}[lang]
     word_beside_values(desktop_tab, [tensor, row], words, float(tensor) > float(row))
-    # Exercise 3: the gigabytes of a 7 B model in bf16, int8, MXFP4 and NVFP4, as printed.
+    # Exercise 3: MXFP4's and NVFP4's bits per weight from the format table, then the gigabytes
+    # of a 7 B model in bf16, int8, MXFP4 and NVFP4, as printed.
+    bits = dict(re.findall(r"^(MXFP4|NVFP4)\s+([\d.]+)\s+[\d.]+\s+[\d.]+$", outputs, re.M))
     sizes = dict(re.findall(r"^7 B parameters in (\w+): ([\d.]+) GB$", outputs, re.M))
-    expected = [sizes[name] for name in ("bf16", "int8", "MXFP4", "NVFP4")]
-    assert quoting(desktop_tab, expected)[:4] == expected, (lang, sizes)
+    expected = [bits["MXFP4"], bits["NVFP4"]]
+    expected += [sizes[name] for name in ("bf16", "int8", "MXFP4", "NVFP4")]
+    assert quoting(desktop_tab, expected)[:6] == expected, (lang, bits, sizes)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
