@@ -561,3 +561,20 @@ def test_fast_training_says_which_way_each_step_went(desktop_tab, site, lang: st
     for ratio, word in ((low, low_word), (batch, batch_word)):
         if float(ratio) != 1:  # 1.00 as rounded: either word is right
             assert word == (faster if float(ratio) > 1 else slower), (ratio, word, values)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_profiling_quotes_its_item_counts(desktop_tab, site, lang: str) -> None:
+    # "aten::item ran X times when every step logged the loss, and Y when only the end did": the
+    # counts are torch's, printed by the cell as "aten::item xN" for each way of logging.
+    _, outputs = read(desktop_tab, site, f"{lang}/profiling")
+    counts = {
+        each: int(n)
+        for each, n in re.findall(r"^item_each_step=(True|False): aten::item x(\d+)", outputs, re.M)
+    }
+    assert set(counts) == {"True", "False"}, outputs
+    starts = {"en": "when every step logged the loss", "zh": "每一步都记录损失时"}[lang]
+    quoted = glued(desktop_tab, starts)
+    assert quoted == [str(counts["True"]), str(counts["False"])], (quoted, counts)
+    # Four steps each log once, and the end once more; logging only at the end is one call.
+    assert counts["True"] > counts["False"], counts
