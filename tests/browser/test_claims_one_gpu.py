@@ -561,3 +561,62 @@ def test_fast_training_says_which_way_each_step_went(desktop_tab, site, lang: st
     for ratio, word in ((low, low_word), (batch, batch_word)):
         if float(ratio) != 1:  # 1.00 as rounded: either word is right
             assert word == (faster if float(ratio) > 1 else slower), (ratio, word, values)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_profiling_quotes_its_item_counts(desktop_tab, site, lang: str) -> None:
+    # "aten::item ran X times when every step logged the loss, and Y when only the end did": the
+    # counts are torch's, printed by the cell as "aten::item xN" for each way of logging.
+    _, outputs = read(desktop_tab, site, f"{lang}/profiling")
+    counts = {
+        each: int(n)
+        for each, n in re.findall(r"^item_each_step=(True|False): aten::item x(\d+)", outputs, re.M)
+    }
+    assert set(counts) == {"True", "False"}, outputs
+    starts = {"en": "when every step logged the loss", "zh": "每一步都记录损失时"}[lang]
+    quoted = glued(desktop_tab, starts)
+    assert quoted == [str(counts["True"]), str(counts["False"])], (quoted, counts)
+    # Four steps each log once, and the end once more; logging only at the end is one call.
+    assert counts["True"] > counts["False"], counts
+
+
+# compilers: a recompilation count glued as a word ("once") in English, as "N 次" in Chinese
+RECOMPILED = {"not once": 0, "once": 1, "twice": 2}
+
+
+def count_in(quoted: str) -> int:
+    """The count of a glued phrase: '2 graphs', '2 张图', '1 次', 'once', '3 times'."""
+    if quoted in RECOMPILED:
+        return RECOMPILED[quoted]
+    return int(re.match(r"\d+", quoted).group())
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_compilers_quotes_its_graph_counts(desktop_tab, site, lang: str) -> None:
+    # Section "Graph Breaks and Recompilations" and the solution to exercise 2: the counts of
+    # graphs, breaks and recompilations are Dynamo's, glued from the variables the cells print.
+    _, outputs = read(desktop_tab, site, f"{lang}/compilers")
+    # The first explain line is relu_if_positive's; exercise 1's branchless one comes later.
+    graphs, breaks = map(
+        int, re.search(r"^graphs: (\d+), graph breaks: (\d+)", outputs, re.M).groups()
+    )
+    starts = {"en": "The break is at the comparison", "zh": "中断发生在比较运算处"}[lang]
+    (found,) = glued(desktop_tab, starts)
+    assert [int(n) for n in re.findall(r"\d+", found)] == [graphs, breaks], (found, outputs)
+    assert breaks >= 1, f"{lang}: the prose explains a break, explain found {found}"
+    # "When length 16 fails that guard, it recompiles ...: over the four lengths it recompiled X"
+    so_far = [
+        int(n) for n in re.findall(r"^length \d+: graphs compiled so far: (\d+)", outputs, re.M)
+    ]
+    assert len(so_far) == 4, outputs
+    starts = {"en": "meant to fit every later one", "zh": "这张图本应适用于之后的所有长度"}[lang]
+    (recompiled,) = glued(desktop_tab, starts)
+    assert count_in(recompiled) == so_far[-1] - 1, (recompiled, so_far)
+    assert so_far[:2] == [1, 2], f"{lang}: length 16 did not recompile: {so_far}"
+    # Exercise 2: "The cell below counts X for the four lengths, against Y without the mark"
+    (dynamic,) = (int(n) for n in re.findall(r"^(\d+) graph\(s\) for lengths", outputs, re.M))
+    starts = {"en": "without the mark in", "zh": "中不加标记时是"}[lang]
+    marked, unmarked = glued(desktop_tab, starts)
+    assert [count_in(marked), count_in(unmarked)] == [dynamic, so_far[-1]], (marked, unmarked)
+    # "the first graph is already compiled for a symbolic length, which the later lengths reuse"
+    assert dynamic == 1, f"{lang}: with the length marked dynamic, {dynamic} graphs"
