@@ -239,6 +239,21 @@ def test_triton_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str
     assert sums and all(abs(float(s) - 1) > 0.01 for s in sums), sums
 
 
+# The FlashAttention page's roofline cell prints each kernel's bytes per call in MiB.
+FLASH_TRAFFIC = re.compile(r"^\s*(written out|flash): +([\d,]+) MiB,", re.M)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_flash_attention_traffic_ratio_is_its_printed_sizes(desktop_tab, site, lang: str) -> None:
+    # "The written-out attention moves R times the bytes of our kernel", beside the two sizes
+    # the cell prints (once a glued 4.9 beside 5.1 GiB and 1.0 GiB, rounded apart)
+    _, outputs = read(desktop_tab, site, f"{lang}/flash-attention")
+    sizes = {kind: number(mib) for kind, mib in FLASH_TRAFFIC.findall(outputs)}
+    assert set(sizes) == {"written out", "flash"}, outputs
+    ratio = f"{sizes['written out'] / sizes['flash']:.1f}"
+    assert quoting(desktop_tab, [ratio])[0] == ratio, (ratio, sizes)
+
+
 SWEEP = re.compile(r"^\s*([\d,]+) numbers: ring_allreduce ([\d.]+) sec \(([\d.]+) MB/s\)", re.M)
 
 
