@@ -368,6 +368,30 @@ def test_expert_parallelism_says_which_way_training_moved_the_load(
     assert one_of(quoted[3], words[lang], way), (lang, quoted[3], trained, untrained)
 
 
+GROUPED_WAY = {"en": "grouping saved time here", "zh": "分组在这里省了时间"}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_expert_parallelism_says_whether_grouping_saved_time(desktop_tab, site, lang: str) -> None:
+    # "the loop took R times as long as the grouped product (grouping saved [no] time here)":
+    # once a CPU case said what grouping saves beside a loop that took 0.92 times as long.
+    _, outputs = read(desktop_tab, site, f"{lang}/expert-parallelism")
+    loop, grouped = (
+        float(re.search(rf"^ *{name}: ([\d.]+) sec", outputs, re.M)[1])
+        for name in ("one product per expert", "grouped")
+    )
+    starts = {"en": "The grouped product gave the loop", "zh": "分组乘法得到了与循环相同的结果"}
+    ratio, way = paragraph_quoting(desktop_tab, starts, lang)[:2]
+    # the times are printed to 4 decimals: the glued ratio, of the unrounded ones, may differ
+    assert abs(float(ratio) - loop / grouped) <= 0.01 + 0.02 * loop / grouped, (
+        ratio,
+        loop,
+        grouped,
+    )
+    if ratio != "1.00":
+        assert (way == GROUPED_WAY[lang]) == (float(ratio) > 1), (lang, ratio, way)
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_from_scratch_exercise_4_says_whether_the_accuracies_agree(
     desktop_tab, site, lang: str
