@@ -255,6 +255,17 @@ def test_flash_attention_traffic_ratio_is_its_printed_sizes(desktop_tab, site, l
 
 
 SWEEP = re.compile(r"^\s*([\d,]+) numbers: ring_allreduce ([\d.]+) sec \(([\d.]+) MB/s\)", re.M)
+# A sweep line's size, the ring's time and dist.all_reduce's time
+SWEEP_BOTH = re.compile(
+    r"^\s*([\d,]+) numbers: ring_allreduce ([\d.]+) sec \([\d.]+ MB/s\), "
+    r"dist\.all_reduce ([\d.]+) sec",
+    re.M,
+)
+# The glued words for dist.all_reduce taking longer than, less time than, as long as the ring
+BUILTIN_WAY = {
+    "en": ("longer than", "less time than", "as long as"),
+    "zh": ("比我们的环更长", "比我们的环更短", "与我们的环相同"),
+}
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -436,6 +447,22 @@ def test_parameter_server_exercise_4_quotes_its_rates(desktop_tab, site, lang: s
     # ... and whether the largest size moved its bytes faster or slower than the one before it
     words = {"en": ("slower", "faster"), "zh": ("更慢", "更快")}[lang]
     assert one_of(quoted[6], words, float(r_large) > float(r_mid)), (lang, quoted[6], sweep)
+    # "At N numbers dist.all_reduce took <longer than> our ring (B s against R s); at N numbers
+    # it took <less time than> the ring (B s against R s)": the smallest and the largest line.
+    both = SWEEP_BOTH.findall(outputs)
+    assert len(both) == len(sweep), outputs
+    expected = []
+    for n, ring, builtin in (both[0], both[-1]):
+        way = 0 if float(builtin) > float(ring) else 1 if float(builtin) < float(ring) else 2
+        expected += [n, way, builtin, ring]
+    quoted = quoting(desktop_tab, expected, read_here={1, 5})
+    assert [quoted[i] for i in (0, 2, 3, 4, 6, 7)] == [expected[i] for i in (0, 2, 3, 4, 6, 7)], (
+        lang,
+        quoted,
+        both,
+    )
+    for place in (1, 5):
+        assert one_of(quoted[place], BUILTIN_WAY[lang], expected[place]), (lang, quoted, both)
 
 
 # Each multi-process page's sentence on its world size: the words that find it, and what its

@@ -447,8 +447,10 @@ def test_gpu_execution_fusion_and_batch_verdicts_fit_their_rows(
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_decoding_ridge_point_is_this_devices(desktop_tab, site, lang: str) -> None:
     # "This device's ridge point, its peak FLOP/s over the same bandwidth, is X FLOP/byte,
-    # <far below|below|close to|above> the H200's Y: here the weights' matrix products turn
-    # compute-bound from a batch of Z texts." The CPU case leans on it ("a CPU's ridge point").
+    # <far below|below|close to|above> the H200's Y. The model here keeps its weights in D, E
+    # bytes each, so the weights' intensity is <the batch size itself|half the batch size|...>;
+    # their products turn compute-bound from a batch of Z texts, the first whole batch whose
+    # intensity reaches the ridge point." The CPU case leans on it ("a CPU's ridge point").
     _, outputs = read(desktop_tab, site, f"{lang}/decoding")
     bandwidth = float(
         re.search(r"^memory bandwidth for the bound: ([\d,]+) GB/s", outputs, re.M)[1].replace(
@@ -465,11 +467,25 @@ def test_decoding_ridge_point_is_this_devices(desktop_tab, site, lang: str) -> N
     peak, ridge, batch = float(line[1].replace(",", "")), line[2], line[3]
     h200 = float(re.search(r"^ *H200 SXM: .* ridge (\d+) FLOP/byte", outputs, re.M)[1])
     starts = {"en": "The second line is this", "zh": "输出的第二行是本设备的屋脊点"}[lang]
-    quoted = glued(desktop_tab, starts)[-4:]
-    assert quoted[0] == ridge and quoted[2] == f"{h200:.0f}" and quoted[3] == batch, (
+    quoted = glued(desktop_tab, starts)[-7:]
+    assert quoted[0] == ridge and quoted[2] == f"{h200:.0f}" and quoted[6] == batch, (
         quoted,
         line[0],
     )
+    # The weights' format is the one the first cell prints, its bytes that format's, and the
+    # batch the first whole one at which 2B FLOPs per E bytes reach the printed (rounded) ridge.
+    dtype = re.search(r"^[\d.]+ M weights in (\w+)", outputs, re.M)[1]
+    element_size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+    assert quoted[3:5] == [dtype, str(element_size)], (quoted, dtype)
+    intensity = {
+        2: {"en": "the batch size itself", "zh": "所以权重部分的强度就是批量本身"},
+        4: {"en": "half the batch size", "zh": "所以权重部分的强度是批量的一半"},
+    }
+    if element_size in intensity:
+        assert quoted[5] == intensity[element_size][lang], (quoted, element_size)
+    per_text, half_unit = 2 / element_size, 0.05
+    assert (int(batch) - 1) * per_text < float(ridge) + half_unit, (ridge, batch, per_text)
+    assert int(batch) * per_text >= float(ridge) - half_unit, (ridge, batch, per_text)
     assert ratio_fits(ridge, peak, bandwidth, 0.5), (ridge, peak, bandwidth)
     below = h200 / float(ridge)
     words = {
