@@ -573,6 +573,36 @@ def test_fast_training_loop_against_the_baseline(desktop_tab, site, lang: str) -
         assert gap and reads and float(gap[2]) > 10 * float(reads[1]) / 1e3, clause
 
 
+# fast-training: the recipe's epochs against the table's row with its switches, as the glued
+# clause says it: within a tenth, every epoch longer or shorter by more, or on both sides. Once a
+# case called a steady 1.26 times "how far apart two short runs fell".
+RECIPE_SPAN = {
+    "en": r"\(([\d.]+) to ([\d.]+) s against ([\d.]+) s\)",
+    "zh": r"（([\d.]+) 到 ([\d.]+) 秒，那一行 ([\d.]+) 秒）",
+}
+RECIPE_WORDS = {  # within a tenth, longer, shorter
+    "en": ("within a tenth", "took longer", "took shorter"),
+    "zh": ("相差不到十分之一", "都比那一行长", "都比那一行短"),
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_fast_training_recipe_against_its_row(desktop_tab, site, lang: str) -> None:
+    read(desktop_tab, site, f"{lang}/fast-training")
+    said = glued(desktop_tab, {"en": "Its first epoch took", "zh": "训练方案第一轮的时间"}[lang])[
+        -1
+    ]
+    low, high, row = map(float, re.search(RECIPE_SPAN[lang], said).groups())
+    within, longer, shorter = RECIPE_WORDS[lang]
+    # Rounded to 2 places: only clear cases are checked
+    if max(high, row) < 1.09 * min(low, row):
+        assert within in said, said
+    elif low > 1.11 * row:
+        assert longer in said, said
+    elif high < row / 1.11:
+        assert shorter in said, said
+
+
 # fast-training: the word after the autocast and larger-batch ratios says which way each went
 # (the larger batch once ran at 0.53 times the speed beside a sentence that implied a gain).
 STEP_WORDS = {"en": ("faster", "slower"), "zh": ("更快", "更慢")}
