@@ -581,7 +581,7 @@ RECIPE_SPAN = {
     "zh": r"（([\d.]+) 到 ([\d.]+) 秒，那一行 ([\d.]+) 秒）",
 }
 RECIPE_WORDS = {  # within a tenth, longer, shorter
-    "en": ("within a tenth", "took longer", "took shorter"),
+    "en": ("within a tenth", "took more time", "took less time"),
     "zh": ("相差不到十分之一", "都比那一行长", "都比那一行短"),
 }
 
