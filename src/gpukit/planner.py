@@ -423,8 +423,9 @@ def plan_layouts(model: ModelSpec, cluster: Cluster) -> list[Layout]:
     what they split (heads, layers, tokens, the global batch), with and without activation
     checkpointing, evaluates each with :func:`evaluate_layout`, and keeps those whose memory
     per GPU is at most the GPU's. They are sorted by :attr:`Layout.step_seconds`, a step's
-    time if nothing overlapped, then by memory per GPU: a ranking from arithmetic, to be
-    confirmed by measuring the first few.
+    estimate in which the tensor and pipeline traffic is waited for and the data and context
+    traffic counts only beyond the computing, then by memory per GPU: a ranking from
+    arithmetic, to be confirmed by measuring the first few.
 
     Raises ``ValueError`` when no layout fits, naming the one that needs the least memory and
     what that is.
