@@ -416,6 +416,32 @@ def test_overlap_says_where_prefetchings_gain_came_from(desktop_tab, site, lang:
             assert hiding in source, (share, source)
 
 
+ZIGZAG_WORDS = {  # shortened, only just shortened, did not shorten
+    "en": ("shortened", "only just shortened", "did not shorten"),
+    "zh": ("缩短了", "只略微缩短了", "没有缩短"),
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_context_parallelism_says_whether_the_zigzag_shortened_the_step(
+    desktop_tab, site, lang: str
+) -> None:
+    # "the slowest rank computed R times as long with contiguous parts ...: on this build the
+    # zigzag [did not shorten] the slowest rank's computing time" (once a glued 0.98 stood with
+    # no word saying the zigzag had not helped)
+    read(desktop_tab, site, f"{lang}/context-parallelism")
+    starts = {"en": "which paces the ring, computed", "zh": "决定环的节奏的最慢进程"}
+    ratio, _, verdict = paragraph_quoting(desktop_tab, starts, lang)[:3]
+    shortened, just, not_shortened = ZIGZAG_WORDS[lang]
+    ratio = float(ratio)  # rounded to 2 places: the cell's bounds 1 and 1.1 are not checked
+    if ratio > 1.1:
+        assert verdict == shortened, (ratio, verdict)
+    elif ratio < 1:
+        assert verdict == not_shortened, (ratio, verdict)
+    elif 1 < ratio < 1.1:
+        assert verdict == just, (ratio, verdict)
+
+
 GROUPED_WAY = {"en": "grouping saved time here", "zh": "分组在这里省了时间"}
 
 
