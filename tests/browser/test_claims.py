@@ -381,6 +381,31 @@ def test_small_gpt_says_how_many_of_its_words_are_the_training_texts(
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_paged_kv_cache_compares_the_times_per_step(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/paged-kv-cache")
+    runs = dict(
+        (policy, (int(steps), float(seconds)))
+        for policy, steps, seconds in re.findall(
+            r"^\s*(static|continuous): +(\d+) decode steps, +([\d.]+) s,", outputs, re.M
+        )
+    )
+    assert set(runs) == {"static", "continuous"}, outputs
+    # "Divided by its decode steps, each run's time ... comes to S ms a step for static batching
+    # and C ms for continuous batching: a continuous step lasted WORD a static one here."
+    words = {"en": "Divided by its decode steps", "zh": "按解码步数平均"}
+    static_ms, continuous_ms, word = paragraph_quoting(desktop_tab, words, lang)
+    for policy, quoted in (("static", static_ms), ("continuous", continuous_ms)):
+        steps, seconds = runs[policy]  # the seconds as printed, to 0.01 s
+        assert abs(number(quoted) - 1e3 * seconds / steps) <= 5 / steps + 0.005, (lang, policy)
+    choices = {
+        "en": ("as long as", "longer than", "shorter than"),
+        "zh": ("与静态批处理的一步一样长", "比静态批处理的一步更长", "比静态批处理的一步更短"),
+    }[lang]
+    way = (number(continuous_ms) > number(static_ms)) - (number(continuous_ms) < number(static_ms))
+    assert one_of(word, choices, way), (lang, word, static_ms, continuous_ms)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_expert_parallelism_says_which_way_training_moved_the_load(
     desktop_tab, site, lang: str
 ) -> None:
