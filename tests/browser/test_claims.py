@@ -391,12 +391,14 @@ def test_paged_kv_cache_compares_the_times_per_step(desktop_tab, site, lang: str
     )
     assert set(runs) == {"static", "continuous"}, outputs
     # "Divided by its decode steps, each run's time ... comes to S ms a step for static batching
-    # and C ms for continuous batching: a continuous step lasted WORD a static one here."
+    # and C ms for continuous batching, whose steps decoded R requests on average, of at most
+    # B: ... A continuous step lasted WORD a static one here."
     words = {"en": "Divided by its decode steps", "zh": "按解码步数平均"}
-    static_ms, continuous_ms, word = paragraph_quoting(desktop_tab, words, lang)
+    static_ms, continuous_ms, rows, most, word = paragraph_quoting(desktop_tab, words, lang)
     for policy, quoted in (("static", static_ms), ("continuous", continuous_ms)):
         steps, seconds = runs[policy]  # the seconds as printed, to 0.01 s
         assert abs(number(quoted) - 1e3 * seconds / steps) <= 5 / steps + 0.005, (lang, policy)
+    assert 1 <= number(rows) <= number(most), (lang, rows, most)
     choices = {
         "en": ("as long as", "longer than", "shorter than"),
         "zh": ("与静态批处理的一步一样长", "比静态批处理的一步更长", "比静态批处理的一步更短"),
