@@ -358,6 +358,56 @@ def test_paged_kv_cache_quotes_the_block_tables_share(desktop_tab, site, lang: s
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_small_gpt_says_how_many_of_its_words_are_the_training_texts(
+    desktop_tab, site, lang: str
+) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/small-gpt")
+    counts = re.search(
+        r"^(\d+) words in the sample, (\d+) of them words of the training", outputs, re.M
+    )
+    assert counts, outputs
+    total, known = (int(n) for n in counts.groups())
+    # "Of the sample's N words, P% are words of the training text. ... : VERDICT."
+    words = {"en": "Of the sample", "zh": "生成结果中的"}
+    quoted_total, share, verdict = paragraph_quoting(desktop_tab, words, lang)
+    assert int(quoted_total) == total, (lang, quoted_total, counts.group(0))
+    assert number(share) == round(100 * known / max(total, 1)), (lang, share, counts.group(0))
+    choices = {
+        "en": ("no word at all", "none of them", "some of them", "every word"),
+        "zh": ("还没有任何词", "还没有这样的词", "已有一些", "全都是"),
+    }[lang]
+    chosen = 0 if not total else 1 if not known else 2 if known < total else 3
+    assert one_of(verdict, choices, chosen), (lang, verdict, counts.group(0))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_paged_kv_cache_compares_the_times_per_step(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/paged-kv-cache")
+    runs = dict(
+        (policy, (int(steps), float(seconds)))
+        for policy, steps, seconds in re.findall(
+            r"^\s*(static|continuous): +(\d+) decode steps, +([\d.]+) s,", outputs, re.M
+        )
+    )
+    assert set(runs) == {"static", "continuous"}, outputs
+    # "Divided by its decode steps, each run's time ... comes to S ms a step for static batching
+    # and C ms for continuous batching, whose steps decoded R requests on average, of at most
+    # B: ... A continuous step lasted WORD a static one here."
+    words = {"en": "Divided by its decode steps", "zh": "按解码步数平均"}
+    static_ms, continuous_ms, rows, most, word = paragraph_quoting(desktop_tab, words, lang)
+    for policy, quoted in (("static", static_ms), ("continuous", continuous_ms)):
+        steps, seconds = runs[policy]  # the seconds as printed, to 0.01 s
+        assert abs(number(quoted) - 1e3 * seconds / steps) <= 5 / steps + 0.005, (lang, policy)
+    assert 1 <= number(rows) <= number(most), (lang, rows, most)
+    choices = {
+        "en": ("as long as", "longer than", "shorter than"),
+        "zh": ("与静态批处理的一步一样长", "比静态批处理的一步更长", "比静态批处理的一步更短"),
+    }[lang]
+    way = (number(continuous_ms) > number(static_ms)) - (number(continuous_ms) < number(static_ms))
+    assert one_of(word, choices, way), (lang, word, static_ms, continuous_ms)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_expert_parallelism_says_which_way_training_moved_the_load(
     desktop_tab, site, lang: str
 ) -> None:
