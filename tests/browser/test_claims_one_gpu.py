@@ -177,10 +177,17 @@ def test_use_gpu_small_products_are_slower_per_flop(desktop_tab, site, lang: str
         for variant in ("each_norm_fetched_at_once", "norms_fetched_once_at_the_end")
     )
     starts = {"en": "The first variant calls", "zh": "第一种做法每次乘法之后"}[lang]
-    (quoted,) = glued(desktop_tab, starts)
+    values = glued(desktop_tab, starts)  # en: the ratio, then the clause; zh: one clause
+    quoted, said = values[0].split("，")[0], values[-1]
     assert ratio_fits(quoted, each, once, 0.00005), (quoted, each, once)
-    if CPU_ONLY[lang] in provenance:  # "on a CPU ... the two differ only by noise"
-        assert 0.75 <= float(quoted) <= 1.33, f"{lang}: nothing to wait for, yet {quoted}"
+    if CPU_ONLY[lang] in provenance:
+        # "a gap of G ms, while its N .item() calls take I ms here (timed alone): the calls do
+        # not explain the gap" only where G > 10 I (once "the two differ only by noise" beside
+        # 1.42 times)
+        gap, items = (float(n) for n in re.findall(r"([\d.]+) (?:ms|毫秒)", said)[:2])
+        assert abs(gap - abs(each - once) * 1e3) <= 0.1, (said, each, once)
+        not_explained = {"en": "do not explain", "zh": "不是这些调用造成的"}[lang]
+        assert (not_explained in said) == (gap > 10 * items), said
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
