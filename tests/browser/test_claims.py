@@ -450,7 +450,7 @@ def test_overlap_says_where_prefetchings_gain_came_from(desktop_tab, site, lang:
     by_shorter = (comm - comm_prefetch) * (1 - hidden / 100)
     by_hiding = comm_prefetch * (hidden_prefetch - hidden) / 100
     starts = {
-        "en": "FSDP's collectives with prefetching took",
+        "en": "collectives with prefetching took",
         "zh": "有预取时 FSDP 的集合通信用时",
     }
     source = paragraph_quoting(desktop_tab, starts, lang)[-1]
