@@ -103,3 +103,11 @@ def contrast(a: tuple[float, float, float], b: tuple[float, float, float]) -> fl
     """WCAG 2 contrast ratio, 1 (none) to 21 (black on white)."""
     high, low = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
     return (high + 0.05) / (low + 0.05)
+
+
+def read(tab, site, page: str) -> tuple[str, str]:
+    """A page's provenance line and the text of all its cell outputs (collapsed ones too)."""
+    tab.goto(site.url(page), wait_until="domcontentloaded")
+    provenance = tab.locator("p.provenance").first.text_content()
+    outputs = "\n".join(tab.locator("div.cell_output").all_text_contents())
+    return provenance, outputs

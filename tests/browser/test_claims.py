@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browsing import LANGUAGES
+from browsing import LANGUAGES, read
 
 PAGE = "multiple-gpus-concise"
 QUICK_CPU = {"en": ("CPU only", "profile quick"), "zh": ("仅 CPU", "快速配置")}
@@ -52,14 +52,6 @@ MIN_ACCURACY = 0.5
 DP_SPEEDUP = re.compile(r"^DataParallel, 2 devices\s+([\d.]+)x .*\(not on 2 GPUs", re.M)
 # The glued clause that says the one-device speed-up beat what half as many steps can give.
 MORE_THAN_STEPS = {"en": "more than twice as fast", "zh": "快了不止两倍"}
-
-
-def read(tab, site, page: str) -> tuple[str, str]:
-    """A page's provenance line and the text of its cell outputs."""
-    tab.goto(site.url(page), wait_until="domcontentloaded")
-    provenance = tab.locator("p.provenance").first.text_content()
-    outputs = "\n".join(tab.locator("div.cell_output").all_text_contents())
-    return provenance, outputs
 
 
 def glued_paragraphs(tab) -> list[list[str]]:

@@ -17,18 +17,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from browsing import LANGUAGES
+from browsing import LANGUAGES, read
 
 CPU_ONLY = {"en": "CPU only", "zh": "仅 CPU"}
 SECONDS = r"([\d.]+) sec"
-
-
-def read(tab, site, page: str) -> tuple[str, str]:
-    """A page's provenance line and the text of all its cell outputs (collapsed ones too)."""
-    tab.goto(site.url(page), wait_until="domcontentloaded")
-    provenance = tab.locator("p.provenance").first.text_content()
-    outputs = "\n".join(tab.locator("div.cell_output").all_text_contents())
-    return provenance, outputs
 
 
 def glued(tab, starts: str) -> list[str]:
