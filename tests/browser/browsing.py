@@ -111,3 +111,14 @@ def read(tab, site, page: str) -> tuple[str, str]:
     provenance = tab.locator("p.provenance").first.text_content()
     outputs = "\n".join(tab.locator("div.cell_output").all_text_contents())
     return provenance, outputs
+
+
+def ratio_fits(quoted: str, top: float, bottom: float, half_unit: float) -> bool:
+    """``quoted`` (rounded to its digits) can be ``top / bottom``, both printed to ±half_unit."""
+    digits = len(quoted.split(".")[1]) if "." in quoted else 0
+    slack = 0.5 * 10**-digits
+    low, high = (
+        (top - half_unit) / (bottom + half_unit),
+        (top + half_unit) / max(bottom - half_unit, 1e-12),
+    )
+    return low - slack <= float(quoted) <= high + slack
