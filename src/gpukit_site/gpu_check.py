@@ -108,26 +108,20 @@ def requirements() -> list[str]:
         return tomllib.load(f)["dependency-groups"][GROUP]
 
 
-def tracked_size(root: Path) -> int:
-    """Bytes of the repository's tracked files (what a clone holds, without .git)."""
-    names = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True
-    ).stdout.split(b"\0")
-    paths = [root / os.fsdecode(name) for name in names]
+def size(paths: Iterable[Path]) -> int:
     return sum(path.stat().st_size for path in paths if path.is_file())
 
 
-def folder_size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 def check_size(root: Path, folder: Path, limit: int = SIZE_LIMIT) -> int:
-    """The bytes of ``folder`` plus the tracked files of ``root``; ValueError over ``limit``."""
-    total = tracked_size(root) + folder_size(folder)
+    """The bytes of ``folder`` plus the tracked files of ``root`` (what a clone holds, without
+    .git); ValueError at ``limit`` or over."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True)
+    tracked = size(root / os.fsdecode(name) for name in names.stdout.split(b"\0"))
+    total = tracked + size(folder.rglob("*"))
     if total >= limit:
         raise ValueError(
-            f"{folder} ({folder_size(folder) / 2**20:.1f} MiB) and the repository "
-            f"({tracked_size(root) / 2**20:.1f} MiB) make {total / 2**20:.1f} MiB, over the "
+            f"{folder} ({(total - tracked) / 2**20:.1f} MiB) and the repository "
+            f"({tracked / 2**20:.1f} MiB) make {total / 2**20:.1f} MiB, over the "
             f"{limit / 2**20:.0f} MiB a GPU machine is sent: drop packages or data"
         )
     return total
@@ -147,17 +141,15 @@ def write_subset(source: Path, target: Path, counts: dict[str, int] = SUBSET) ->
     for split, names in FASHION_MNIST_FILES.items():
         for name in names:
             raw = gzip.decompress((source / name).read_bytes())
-            magic = int.from_bytes(raw[:4], "big")
-            header = 4 + 4 * (magic & 0xFF)  # the low byte of the magic number: dimensions
+            header = 4 + 4 * raw[3]  # the magic number's low byte: the number of dimensions
             dims = [int.from_bytes(raw[i : i + 4], "big") for i in range(4, header, 4)]
             n = counts[split]
             if n > dims[0]:
                 raise ValueError(f"{source / name} holds {dims[0]} records, fewer than {n}")
-            record = math.prod(dims[1:])
-            head = b"".join(d.to_bytes(4, "big") for d in (magic, n, *dims[1:]))
-            body = raw[header : header + n * record]
+            body = raw[header : header + n * math.prod(dims[1:])]
             # mtime=0: the same bytes every time, so a re-prepared folder is identical.
-            (target / name).write_bytes(gzip.compress(head + body, mtime=0))
+            subset = raw[:4] + n.to_bytes(4, "big") + raw[8:header] + body
+            (target / name).write_bytes(gzip.compress(subset, mtime=0))
 
 
 def prepare(folder: Path, pythons: Iterable[str]) -> dict:
@@ -179,7 +171,7 @@ def prepare(folder: Path, pythons: Iterable[str]) -> dict:
         "pythons": pythons,
         "wheels": sorted(p.name for p in (folder / "wheels").glob("*.whl")),
         "fashion_mnist": SUBSET,
-        "bytes": folder_size(folder),
+        "bytes": size(folder.rglob("*")),
         "bytes_with_repository": check_size(ROOT, folder),
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
