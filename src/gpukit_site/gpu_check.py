@@ -41,11 +41,14 @@ import os
 import re
 import shutil
 import signal
+import site
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import tomllib
+import venv
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -179,67 +182,51 @@ def prepare(folder: Path, pythons: Iterable[str]) -> dict:
 
 
 # -- Install (offline, on the GPU machine) --------------------------------------------------
-def distributions() -> list[str]:
-    """The names of the gpu-check group's packages."""
-    return [re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0] for req in requirements()]
-
-
 MISSING = """
 import importlib.metadata, sys
 for name in sys.argv[1:]:
-    try:
-        importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
+    if next(importlib.metadata.distributions(name=name), None) is None:
         print(name)
 """
 
 
 def missing(python: str | Path = sys.executable) -> list[str]:
-    """The packages of the gpu-check group that ``python`` does not have."""
-    command = [python, "-c", MISSING, *distributions()]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    return done.stdout.split() if done.returncode == 0 else distributions()
+    """The packages of the gpu-check group that ``python`` lacks (all, if it cannot say)."""
+    names = [re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0] for req in requirements()]
+    done = subprocess.run(
+        [python, "-c", MISSING, *names], capture_output=True, text=True, check=False
+    )
+    return done.stdout.split() if done.returncode == 0 else names
 
 
-def site_dirs() -> list[str]:
-    """This Python's package folders, e.g. the site-packages holding its torch."""
-    import site
-
-    user = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
-    return [d for d in dict.fromkeys([*site.getsitepackages(), *user]) if Path(d).is_dir()]
-
-
-def install(offline: Path, venv: Path) -> dict:
-    """A virtual environment that sees this Python's packages (torch above all) and adds the
-    check's from the wheels in ``offline``, with ``pip --no-index``: what is there is kept.
+def install(offline: Path, target: Path) -> dict:
+    """A virtual environment in ``target`` that sees this Python's packages (torch above all)
+    and adds the check's from the wheels in ``offline``, with ``pip --no-index``: what is there
+    is kept.
 
     ``venv --system-site-packages`` would see the base interpreter's packages only, not those of
     a virtual environment running this script, so a .pth file adds this Python's package
-    folders instead (``site.addsitedir`` also reads the .pth files found there). A second run
-    with the same Python reuses the environment."""
+    folders instead (``site.addsitedir`` also reads the .pth files found there). ``pip install
+    --target`` and PYTHONPATH would need no environment, but pip then installs every dependency
+    again, ahead of this Python's own (matplotlib's, the machine's Jupyter). A second run with
+    the same Python reuses the environment."""
     started = time.monotonic()
     wheels = offline / "wheels"
-    python = venv / "bin" / "python"
-    made_for = venv / "gpu-check-outer-python"
+    python = target / "bin" / "python"
+    made_for = target / "gpu-check-outer-python"
     report = {"from": str(wheels), "python": str(python), "installed": [], "log": ""}
     made_here = made_for.is_file() and made_for.read_text(encoding="utf-8") == sys.executable
     if made_here and not missing(python):
         return report | {"status": "reused", "seconds": 0}
-    print(f"installing {', '.join(missing())} from {wheels} ...", flush=True)
     pips = sorted(wheels.glob("pip-*.whl"))
     if not pips:
         raise SystemExit(f"no pip wheel in {wheels}: run `nox -s gpu-check -- prepare`")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True
-    )
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    lines = [f"import site; site.addsitedir({d!r})" for d in site_dirs()]
-    (Path(purelib) / "gpu_check_outer.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    venv.create(target, clear=True, symlinks=True)
+    paths = sysconfig.get_paths("venv", vars={"base": str(target), "platbase": str(target)})
+    user = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
+    outer = [d for d in dict.fromkeys([*site.getsitepackages(), *user]) if Path(d).is_dir()]
+    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in outer)
+    (Path(paths["purelib"]) / "gpu_check_outer.pth").write_text(lines, encoding="utf-8")
     # pip runs from its wheel (a zip with __main__): the machine needs no pip of its own.
     command = [python, f"{pips[-1]}/pip", "install", "--no-index", "--find-links", str(wheels)]
     command += ["--disable-pip-version-check", "--no-warn-script-location", *requirements()]
@@ -664,14 +651,16 @@ def check(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     """Install what is missing (offline), then check, in the Python that has it all."""
-    if args.no_install or not missing():
+    lacking = [] if args.no_install else missing()
+    if not lacking:
         return check(args)
     started = time.monotonic()
     if not (args.offline / "wheels").is_dir():
         raise SystemExit(
-            f"this Python lacks {', '.join(missing())} and {args.offline} holds no "
+            f"this Python lacks {', '.join(lacking)} and {args.offline} holds no "
             "wheels: run `nox -s gpu-check -- prepare` on a machine with a network"
         )
+    print(f"installing {', '.join(lacking)} from {args.offline / 'wheels'} ...", flush=True)
     installed = install(args.offline, args.venv)
     if installed["status"] == FAILED:
         print(installed["log"], file=sys.stderr)
@@ -679,7 +668,6 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     env = os.environ | {
         "GPU_CHECK_INSTALL": json.dumps(installed),
         "GPU_CHECK_ELAPSED": str(time.monotonic() - started),
-        "PYTHONPATH": os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
     command = [installed["python"], "-m", MODULE, *argv, "--no-install"]
     return subprocess.run(command, env=env, check=False).returncode
