@@ -243,24 +243,21 @@ def install(offline: Path, target: Path) -> dict:
 
 
 # -- Facts about the machine ----------------------------------------------------------------
+# Run in a Python of its own: a torch that cannot be imported (no numpy, ...) leaves the check
+# standing, and the check's own process never initialises CUDA.
 FACTS = """
 import json, os, platform, shutil, sys, sysconfig
-facts = {"python": platform.python_version(), "executable": sys.executable,
-         "cpu_cores": os.cpu_count()}
+facts = {"python": platform.python_version(), "executable": sys.executable}
 # torch.compile builds C code: Triton's launcher on a GPU, inductor's kernels on a CPU. Without
 # a compiler or Python's headers, the compiling pages fail: the report says which is missing.
 facts["c_compiler"] = shutil.which(os.environ.get("CC") or "gcc") or shutil.which("cc")
-include = sysconfig.get_paths()["include"]
-facts["python_headers"] = os.path.isfile(os.path.join(include, "Python.h"))
+facts["python_headers"] = os.path.isfile(sysconfig.get_paths()["include"] + "/Python.h")
 try:
-    import torch
-    facts.update(torch=torch.__version__, cuda=torch.version.cuda,
-                 gpu_count=torch.cuda.device_count())
-    facts["gpus"] = [torch.cuda.get_device_name(i) for i in range(facts["gpu_count"])]
+    from gpukit_site import recordings
+    provenance = recordings.collect_provenance(sys.argv[1])  # torch, GPUs, driver: the recording's
+    facts |= provenance | {"provenance": provenance, "gpu_count": len(provenance["gpus"])}
     import gpukit
     facts["machine"] = gpukit.describe_machine()
-    from gpukit_site import recordings  # what a recording says of the machine
-    facts["provenance"] = recordings.collect_provenance(sys.argv[1])  # the profile
     try:
         facts["data"] = str(gpukit.find_fashion_mnist(download=False))
     except gpukit.DataNotFoundError:
@@ -272,9 +269,8 @@ print(json.dumps(facts))
 
 
 def machine_facts(env: dict[str, str]) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", FACTS, PROFILE], env=env, capture_output=True, text=True, check=False
-    )
+    command = [sys.executable, "-c", FACTS, PROFILE]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     try:
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
