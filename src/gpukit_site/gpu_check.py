@@ -89,7 +89,8 @@ TIMED_OUT = "timed out"
 NOT_RUN = "not run"
 # Added to the build's IPython profile for the check: each error's whole traceback goes to a
 # file in the page's folder (the kernel's working directory); the page's output stays the
-# build's short form, so the recording holds what the site would show.
+# build's short form (xmode Minimal, so neither the notebook nor nbmake's report holds the
+# frames), and the recording holds what the site would show.
 FULL_TRACEBACK = """
 def _full_traceback(shell, etype, value, tb, tb_offset=None):
     import traceback
@@ -325,7 +326,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 def run_pytest(arguments: list[str], *, env: dict, timeout: float, out: Path, name: str) -> dict:
     """pytest with ``arguments``, its output in ``logs/<name>.log`` and each result in
     ``<name>.jsonl`` as it comes (pytest-reportlog), killed with every process it started
-    after ``timeout`` seconds; the results so far, by test."""
+    (the pages' kernels) after ``timeout`` seconds; the results so far, by test."""
     started = time.monotonic()
     log = out / "logs" / f"{name}.log"
     results = out / f"{name}.jsonl"
@@ -411,104 +412,88 @@ def executed_pages(docs: Path) -> list[Path]:
     return [p for p in pages if front_matter(p).get("file_format") == "mystnb"]
 
 
-def write_notebooks(pages: list[Path], folder: Path) -> None:
-    """Each page as ``folder/<page>/<page>.ipynb``: its own folder is its kernel's working
-    directory, as a temporary folder is for myst-nb."""
-    import jupytext
-
-    for page in pages:
-        notebook = folder / page.stem / f"{page.stem}.ipynb"
-        notebook.parent.mkdir(parents=True)
-        jupytext.write(jupytext.read(page, fmt="md:myst"), notebook)
-
-
-def error_of(cell) -> str:
-    """A cell's error, as the page would show it."""
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "error":
-            return f"{output['ename']}: {output['evalue']}"
-    return ""
-
-
-def failing_cell(page: Path, notebook: dict) -> dict:
+def failing_cell(page: Path, notebook) -> dict:
     """Where an executed ``notebook`` of ``page`` went wrong, read from its cells (nbclient
     records when each cell started and replied): a cell that raised without being tagged
-    raises-exception, one tagged so that did not raise, or one that never replied."""
+    raises-exception, one tagged so that did not raise (nbmake passes it), or one that never
+    replied; its number, line, source, status and error. nbmake's own report names no cell."""
     text = page.read_text(encoding="utf-8")
     lines = [text.count("\n", 0, m.start()) + 1 for m in CODE_CELL.finditer(text)]
-    cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
-    for n, cell in enumerate(cells):
-        tagged = "raises-exception" in cell["metadata"].get("tags", [])
-        timing = cell["metadata"].get("execution", {})
+    for n, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
+        timing = cell.metadata.get("execution", {})
+        errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+        if not timing:  # never started: the kernel died (nbmake wrote nothing back)
+            return {}
         if "shell.execute_reply" not in timing:
-            error = "no result within the cell's timeout" if timing else ""
-        elif bool(error_of(cell)) != tagged:
-            error = error_of(cell) or "tagged raises-exception, ran without raising"
+            found = {"status": TIMED_OUT, "error": "no result within the cell's timeout"}
+        elif bool(errors) != ("raises-exception" in cell.metadata.get("tags", [])):
+            error = errors[0] if errors else "tagged raises-exception, ran without raising"
+            found = {"status": FAILED, "error": error}
         else:
             continue
         where = {"cell": n + 1, "line": lines[n] if n < len(lines) else None}
-        return where | {"source": cell["source"], "error": error} if error else {}
+        return where | {"source": cell.source} | found
     return {}
-
-
-def page_entry(page: Path, result: dict | None, folder: Path, gpus: int) -> dict:
-    """The report's entry for ``page``: its pytest ``result`` (None: not finished) and what its
-    executed notebook in ``folder`` shows."""
-    import nbformat
-
-    wanted = front_matter(page).get("gpus", 0)
-    entry = {"page": page.stem, "gpus_wanted": wanted}
-    if wanted > gpus:
-        on = f"on {gpus} GPU(s)" if gpus else "on the CPU"
-        entry["note"] = f"wants {wanted} GPU(s): ran its fewer-device path {on}"
-    if result is None:
-        return entry | {"status": NOT_RUN, "seconds": 0, "error": "the budget ran out first"}
-    notebook = nbformat.read(folder / f"{page.stem}.ipynb", as_version=4)
-    entry |= {"seconds": round(result["seconds"], 1)} | failing_cell(page, notebook)
-    if "error" not in entry:
-        entry["status"] = OK if result["result"] == "passed" else FAILED
-    elif entry["error"].startswith("no result"):
-        entry["status"] = TIMED_OUT
-    else:
-        entry["status"] = FAILED
-    traceback = folder / "full-traceback.txt"
-    if entry["status"] != OK and traceback.is_file():
-        entry["full_traceback"] = traceback.read_text(encoding="utf-8")
-    if entry["status"] == FAILED and "error" not in entry:  # outside any cell: "Kernel died"
-        entry["error"] = result.get("message", "").removeprefix("NBMAKE INTERNAL ERROR\n")
-    return entry
 
 
 def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, out: Path):
     """The pages under nbmake, ``args.jobs`` at a time, each cell within the page timeout
     and the budget; their entries and the recording of what they printed."""
-    import nbformat  # jupytext's dependency: there once the check's packages are
+    import jupytext  # the check's packages: there by now
+    import nbformat
 
     folder = workdir / "pages"
-    write_notebooks(pages, folder)
-    left = args.deadline - time.monotonic() - MARGIN
+    for page in pages:  # a folder of its own: its kernel's working directory, as for myst-nb
+        (folder / page.stem).mkdir(parents=True)
+        jupytext.write(
+            jupytext.read(page, fmt="md:myst"), folder / page.stem / f"{page.stem}.ipynb"
+        )
+    # The pages' kernel is this Python, whichever "python3" kernel Jupyter knows elsewhere.
+    spec = workdir / "jupyter" / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    kernel = {"argv": argv, "display_name": "GPU check", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
     # The kernels' IPython profile: the build's, and the hook that keeps whole tracebacks.
     ipython = workdir / "ipython"
     shutil.copytree(Path(env["IPYTHONDIR"]), ipython)
     startup = ipython / "profile_default" / "startup" / "99-gpu-check.py"
     startup.write_text(FULL_TRACEBACK, encoding="utf-8")
-    arguments = [str(folder), "--nbmake", f"--nbmake-kernel={KERNEL}", "--overwrite"]
+    jupyter = os.pathsep.join(filter(None, [str(workdir / "jupyter"), env.get("JUPYTER_PATH")]))
+    env = env | {"IPYTHONDIR": str(ipython), "JUPYTER_PATH": jupyter}
     # A cell that times out leaves time for its kernel to stop and its result to be written.
+    left = args.deadline - time.monotonic() - MARGIN
     cell_timeout = max(1, math.floor(min(args.page_timeout, left - SHUTDOWN)))
-    arguments += [f"--nbmake-timeout={cell_timeout}"]
-    arguments += ["-n", str(args.jobs), f"--rootdir={folder}"]
-    env = env | {"IPYTHONDIR": str(ipython)}
+    arguments = [str(folder), "--nbmake", f"--nbmake-kernel={KERNEL}", "--overwrite"]
+    arguments += [f"--nbmake-timeout={cell_timeout}", "-n", str(args.jobs), f"--rootdir={folder}"]
     run = run_pytest(arguments, env=env, timeout=left, out=out, name="pages")
     results = {Path(test.split("::")[0]).stem: r for test, r in run["results"].items()}
-    entries = [page_entry(page, results.get(page.stem), folder / page.stem, gpus) for page in pages]
-    cells = {}
-    dropped = []
-    for entry in entries:
-        notebook = folder / entry["page"] / f"{entry['page']}.ipynb"
-        if entry["status"] != NOT_RUN:
-            executed = nbformat.read(notebook, as_version=4)
-            cells[entry["page"]], left_out = recordings.from_notebook(executed, entry["page"])
-            dropped += left_out
+    entries, cells, dropped = [], {}, []
+    for page in pages:
+        wanted = front_matter(page).get("gpus", 0)
+        entry = {"page": page.stem, "gpus_wanted": wanted}
+        if wanted > gpus:
+            on = f"on {gpus} GPU(s)" if gpus else "on the CPU"
+            entry["note"] = f"wants {wanted} GPU(s): ran its fewer-device path {on}"
+        result = results.get(page.stem)
+        if result is None:
+            entries.append(
+                entry | {"status": NOT_RUN, "seconds": 0, "error": "the budget ran out first"}
+            )
+            continue
+        notebook = nbformat.read(folder / page.stem / f"{page.stem}.ipynb", as_version=4)
+        entry["seconds"] = round(result["seconds"], 1)
+        entry |= failing_cell(page, notebook) or {
+            "status": OK if result["result"] == "passed" else FAILED
+        }
+        traceback = folder / page.stem / "full-traceback.txt"
+        if entry["status"] != OK and traceback.is_file():
+            entry["full_traceback"] = traceback.read_text(encoding="utf-8")
+        if entry["status"] == FAILED and "error" not in entry:  # outside any cell: "Kernel died"
+            entry["error"] = result.get("message", "").removeprefix("NBMAKE INTERNAL ERROR\n")
+        entries.append(entry)
+        cells[page.stem], left_out = recordings.from_notebook(notebook, page.stem)
+        dropped += left_out
     return entries, cells, dropped
 
 
@@ -583,17 +568,6 @@ def check(args: argparse.Namespace) -> int:
     (out / "logs").mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     env = os.environ | kernel_environment(PROFILE)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), *filter(None, [env.get("PYTHONPATH")])])
-    # The pages' kernel is this Python, whichever "python3" kernel Jupyter knows elsewhere.
-    spec = workdir / "jupyter" / "kernels" / KERNEL
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    kernel = {"argv": argv, "display_name": "GPU check", "language": "python"}
-    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
-    env["JUPYTER_PATH"] = os.pathsep.join(
-        filter(None, [str(workdir / "jupyter"), env.get("JUPYTER_PATH")])
-    )
-
     facts = machine_facts(env)
     gpus = int(facts.get("gpu_count") or 0)
     provenance = facts.pop("provenance", None)  # None: torch could not say (the report does)
@@ -696,6 +670,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    # Every process the check starts finds gpukit and this package (also with a relative
+    # PYTHONPATH=src, from a kernel's working directory).
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), os.getenv("PYTHONPATH")]))
     if args.command == "run":
         return run(args, argv)
     manifest = prepare(args.dir, args.python)
