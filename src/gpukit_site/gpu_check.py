@@ -1,38 +1,27 @@
 """The GPU check: in a few minutes, what works on this GPU, per page and per CUDA test.
 
-For a machine that has a CUDA build of PyTorch and little else: often no network, and minutes,
-not the half hour of a full GPU build. It
-
-1. runs gpukit's CUDA-marked tests (``@pytest.mark.gpus(n)``, tests/conftest.py) with
-   ``GPUKIT_REQUIRE_GPUS=1``, so that none can pass by skipping; tests that want more GPUs
-   than the machine has are left out, and the report names them;
-2. executes every page (``docs/en``, read by jupytext as myst-nb reads it) with the quick
-   profile, in the kernel environment of the real build (gpukit_site.kernel_env), a few pages
-   at a time: pytest runs them as notebooks with nbmake and pytest-xdist, and pytest-reportlog
-   writes each result as it comes;
-3. writes ``report.json`` and ``report.txt``: per page ok / failed / timed out / not run, its
-   seconds, the failing cell with the error and Python's whole traceback; per test its result;
-   the GPU, torch, Python; and ``recording.json``, every cell's outputs with the machine's
-   provenance (gpukit_site.recordings), which ``nox -s record -- DIR`` imports for the site.
-
-On a machine without a GPU it does the same (the CUDA tests are then reported as skipped, and
-the pages run their CPU path), so CI tests the check itself.
-
-Usage (from the repository's root, with src/ on the path: MAINTAINERS.md says more)::
+For a machine with a CUDA build of PyTorch and little else: often no network, and minutes, not
+the half hour of a full GPU build. It runs gpukit's CUDA-marked tests with
+``GPUKIT_REQUIRE_GPUS=1``, then every executed page of ``docs/en`` with the quick profile in the
+build's kernel environment (gpukit_site.kernel_env), with maintained tools: jupytext reads the
+pages as myst-nb does, pytest runs them as notebooks (nbmake), a few at a time (pytest-xdist),
+writing each result as it comes (pytest-reportlog). It writes ``report.json``, ``report.txt``
+and ``recording.json`` (gpukit_site.recordings, for ``nox -s record -- DIR``). Without a GPU it
+runs the same way, which is how CI tests it. MAINTAINERS.md ("A GPU check in ten minutes") says
+what the report holds, and the options::
 
     nox -s gpu-check -- prepare        # with a network: the offline folder (.gpu-check/offline)
     PYTHONPATH=src python3 -m gpukit_site.gpu_check run   # anywhere: installs from it, checks
 
-``run`` uses the Python that runs it and its torch (never installing torch). What the check
-needs besides (the ``gpu-check`` dependency group) is taken from that Python if it has it, else
-installed with ``pip --no-index`` from the prepared folder into a virtual environment
-(.gpu-check/venv) that sees the Python's own packages. Until then only the standard library is
-used.
+``run`` uses the Python that runs it and its torch, never installing torch; the ``gpu-check``
+dependency group, where that Python lacks it, is installed offline (:func:`install`). Until
+then only the standard library is used.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import gzip
 import json
@@ -282,15 +271,12 @@ def choose_data(facts: dict, env: dict[str, str], offline: Path) -> dict:
     """Full Fashion-MNIST where gpukit finds it; else the prepared subset (via GPUKIT_DATA)."""
     subset = offline / "fashion-mnist"
     if env.get(DATA_VAR):
-        folder = Path(env[DATA_VAR])
-        source = f"{DATA_VAR} (set before the check)"
+        folder, source = Path(env[DATA_VAR]), f"{DATA_VAR} (set before the check)"
     elif facts.get("data"):
-        folder = Path(facts["data"])
-        source = "found by gpukit"
+        folder, source = Path(facts["data"]), "found by gpukit"
     elif subset.is_dir():
         env[DATA_VAR] = str(subset)
-        folder = subset
-        source = "the prepared subset"
+        folder, source = subset, "the prepared subset"
     else:
         return {"folder": None, "source": "none: the pages that read Fashion-MNIST will fail"}
     counts = {}
@@ -301,24 +287,16 @@ def choose_data(facts: dict, env: dict[str, str], offline: Path) -> dict:
 
 
 # -- pytest runs: the CUDA tests, then the pages --------------------------------------------
-def gpus_wanted_by(item) -> int | None:
-    marker = item.get_closest_marker("gpus")
-    if marker is None:
-        return None
-    return marker.args[0] if marker.args else DEFAULT_TEST_GPUS
-
-
 def pytest_collection_modifyitems(config, items) -> None:
     """(A pytest hook: ``-p gpukit_site.gpu_check``.) Keep the CUDA-marked tests this machine
     can run; the ones that want more GPUs are reported as not run, each with why."""
     import pytest  # this hook runs in pytest's process; the check itself loads without it
 
-    if "GPU_CHECK_GPUS" not in os.environ:  # no GPU: tests/conftest.py skips them, saying why
-        return
-    found = int(os.environ["GPU_CHECK_GPUS"])
+    found = int(os.environ.get("GPU_CHECK_GPUS", 0))  # 0: tests/conftest.py skips them, saying why
     for item in items:
-        wanted = gpus_wanted_by(item)
-        if wanted is not None and wanted > found:
+        marker = item.get_closest_marker("gpus")
+        wanted = (marker.args or (DEFAULT_TEST_GPUS,))[0] if marker else 0
+        if found and wanted > found:
             why = f"needs {wanted} CUDA GPU(s), this machine has {found}"
             item.add_marker(pytest.mark.skip(reason=f"{NOT_RUN}: {why}"))
 
@@ -355,24 +333,26 @@ def read_log(path: Path) -> dict[str, dict]:
     results: dict[str, dict] = {}
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     for report in map(json.loads, lines):
-        kind = report["$report_type"]
-        if kind == "CollectReport" and report["outcome"] == "failed":
-            message = str(report["longrepr"])
-            results[report["nodeid"]] = {"result": "error", "seconds": 0.0, "message": message}
-        if kind != "TestReport" or (report["when"] != "call" and report["outcome"] == "passed"):
+        kind, outcome, longrepr = (report.get(k) for k in ("$report_type", "outcome", "longrepr"))
+        if kind == "CollectReport" and outcome == "failed":
+            results[report["nodeid"]] = {
+                "result": "error",
+                "seconds": 0.0,
+                "message": str(longrepr),
+            }
+        if kind != "TestReport" or (report["when"] != "call" and outcome == "passed"):
             continue
         entry = results.setdefault(report["nodeid"], {"result": "passed", "seconds": 0.0})
         entry["seconds"] = round(entry["seconds"] + report["duration"], 2)
-        longrepr = report["longrepr"]
-        if report["outcome"] == "skipped":  # (file, line, "Skipped: why")
+        if outcome == "skipped":  # (file, line, "Skipped: why")
             why = longrepr[2].removeprefix("Skipped: ")
             result, _, said = why.partition(": ") if why.startswith(NOT_RUN) else ("", "", why)
             entry |= {"result": result or "skipped", "message": said}
-        elif report["outcome"] == "failed":
+        elif outcome == "failed":
             entry["result"] = "failed" if report["when"] == "call" else "error"
-            # An exception's (serialized ExceptionRepr) or nbmake's (the cell and its traceback)
+            # An exception's (serialized ExceptionRepr) or nbmake's text (the cell and its
+            # traceback); nbmake colours an internal error's traceback for a terminal.
             crash = longrepr.get("reprcrash") if isinstance(longrepr, dict) else None
-            # nbmake colours an internal error's traceback for a terminal: not for a report
             entry["message"] = ANSI.sub("", crash["message"] if crash else str(longrepr))
     return results
 
@@ -500,8 +480,8 @@ def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, o
 # -- The report -----------------------------------------------------------------------------
 def summary(report: dict) -> str:
     """The report's short text form."""
-    m = report["machine"]
-    gpus = f"{m.get('gpu_count', 0)} x {m['gpus'][0]}" if m.get("gpus") else "no CUDA GPU"
+    m, install, data, tests = (report[k] for k in ("machine", "install", "data", "tests"))
+    gpus = f"{m['gpu_count']} x {m['gpus'][0]}" if m.get("gpus") else "no CUDA GPU"
     lines = [
         f"GPU check: {gpus}, torch {m.get('torch', '?')} (CUDA {m.get('cuda')}), "
         f"Python {m.get('python')}; profile {report['profile']}; {report['jobs']} page(s) at a "
@@ -514,7 +494,6 @@ def summary(report: dict) -> str:
             f"torch.compile may fail here: C compiler {m.get('c_compiler') or 'missing'}, "
             f"Python headers {'found' if m.get('python_headers') else 'missing'}"
         )
-    install = report["install"]
     if install["status"] == "skipped":
         lines.append(f"install: nothing ({install['why']})")
     else:
@@ -522,13 +501,9 @@ def summary(report: dict) -> str:
             f"install: {install['status']}, {len(install['installed'])} package(s) from "
             f"{install['from']} in {install['seconds']} s"
         )
-    data = report["data"]
     counts = ", ".join(f"{n:,} {split}" for split, n in data.get("images", {}).items())
     lines.append(f"data: {data['folder']} ({data['source']}{'; ' + counts if counts else ''})")
-    tests = report["tests"]
-    tally = {}
-    for r in tests["results"]:
-        tally[r["result"]] = tally.get(r["result"], 0) + 1
+    tally = collections.Counter(r["result"] for r in tests["results"])
     said = ", ".join(f"{n} {what}" for what, n in sorted(tally.items())) or "none collected"
     required = f" with {REQUIRE_GPUS_VAR}=1" if tests.get("required") else ""
     lines.append(f"CUDA tests{required}: {tests['status']}: {said} ({tests['seconds']} s)")
