@@ -1,38 +1,27 @@
 """The GPU check: in a few minutes, what works on this GPU, per page and per CUDA test.
 
-For a machine that has a CUDA build of PyTorch and little else: often no network, and minutes,
-not the half hour of a full GPU build. It
-
-1. runs gpukit's CUDA-marked tests (``@pytest.mark.gpus(n)``, tests/conftest.py) with
-   ``GPUKIT_REQUIRE_GPUS=1``, so that none can pass by skipping; tests that want more GPUs
-   than the machine has are left out, and the report names them;
-2. executes every page (``docs/en``, read by jupytext as myst-nb reads it) with the quick
-   profile, in the kernel environment of the real build (gpukit_site.kernel_env), a few pages
-   at a time: pytest runs them as notebooks with nbmake and pytest-xdist, and pytest-reportlog
-   writes each result as it comes;
-3. writes ``report.json`` and ``report.txt``: per page ok / failed / timed out / not run, its
-   seconds, the failing cell with the error and Python's whole traceback; per test its result;
-   the GPU, torch, Python; and ``recording.json``, every cell's outputs with the machine's
-   provenance (gpukit_site.recordings), which ``nox -s record -- DIR`` imports for the site.
-
-On a machine without a GPU it does the same (the CUDA tests are then reported as skipped, and
-the pages run their CPU path), so CI tests the check itself.
-
-Usage (from the repository's root, with src/ on the path: MAINTAINERS.md says more)::
+For a machine with a CUDA build of PyTorch and little else: often no network, and minutes, not
+the half hour of a full GPU build. It runs gpukit's CUDA-marked tests with
+``GPUKIT_REQUIRE_GPUS=1``, then every executed page of ``docs/en`` with the quick profile in the
+build's kernel environment (gpukit_site.kernel_env), with maintained tools: jupytext reads the
+pages as myst-nb does, pytest runs them as notebooks (nbmake), a few at a time (pytest-xdist),
+writing each result as it comes (pytest-reportlog). It writes ``report.json``, ``report.txt``
+and ``recording.json`` (gpukit_site.recordings, for ``nox -s record -- DIR``). Without a GPU it
+runs the same way, which is how CI tests it. MAINTAINERS.md ("A GPU check in ten minutes") says
+what the report holds, and the options::
 
     nox -s gpu-check -- prepare        # with a network: the offline folder (.gpu-check/offline)
     PYTHONPATH=src python3 -m gpukit_site.gpu_check run   # anywhere: installs from it, checks
 
-``run`` uses the Python that runs it and its torch (never installing torch). What the check
-needs besides (the ``gpu-check`` dependency group) is taken from that Python if it has it, else
-installed with ``pip --no-index`` from the prepared folder into a virtual environment
-(.gpu-check/venv) that sees the Python's own packages. Until then only the standard library is
-used.
+``run`` uses the Python that runs it and its torch, never installing torch; the ``gpu-check``
+dependency group, where that Python lacks it, is installed offline (:func:`install`). Until
+then only the standard library is used.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import gzip
 import json
@@ -41,11 +30,14 @@ import os
 import re
 import shutil
 import signal
+import site
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import tomllib
+import venv
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -86,7 +78,8 @@ TIMED_OUT = "timed out"
 NOT_RUN = "not run"
 # Added to the build's IPython profile for the check: each error's whole traceback goes to a
 # file in the page's folder (the kernel's working directory); the page's output stays the
-# build's short form, so the recording holds what the site would show.
+# build's short form (xmode Minimal, so neither the notebook nor nbmake's report holds the
+# frames), and the recording holds what the site would show.
 FULL_TRACEBACK = """
 def _full_traceback(shell, etype, value, tb, tb_offset=None):
     import traceback
@@ -108,26 +101,20 @@ def requirements() -> list[str]:
         return tomllib.load(f)["dependency-groups"][GROUP]
 
 
-def tracked_size(root: Path) -> int:
-    """Bytes of the repository's tracked files (what a clone holds, without .git)."""
-    names = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True
-    ).stdout.split(b"\0")
-    paths = [root / os.fsdecode(name) for name in names]
+def size(paths: Iterable[Path]) -> int:
     return sum(path.stat().st_size for path in paths if path.is_file())
 
 
-def folder_size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 def check_size(root: Path, folder: Path, limit: int = SIZE_LIMIT) -> int:
-    """The bytes of ``folder`` plus the tracked files of ``root``; ValueError over ``limit``."""
-    total = tracked_size(root) + folder_size(folder)
+    """The bytes of ``folder`` plus the tracked files of ``root`` (what a clone holds, without
+    .git); ValueError at ``limit`` or over."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True)
+    tracked = size(root / os.fsdecode(name) for name in names.stdout.split(b"\0"))
+    total = tracked + size(folder.rglob("*"))
     if total >= limit:
         raise ValueError(
-            f"{folder} ({folder_size(folder) / 2**20:.1f} MiB) and the repository "
-            f"({tracked_size(root) / 2**20:.1f} MiB) make {total / 2**20:.1f} MiB, over the "
+            f"{folder} ({(total - tracked) / 2**20:.1f} MiB) and the repository "
+            f"({tracked / 2**20:.1f} MiB) make {total / 2**20:.1f} MiB, over the "
             f"{limit / 2**20:.0f} MiB a GPU machine is sent: drop packages or data"
         )
     return total
@@ -147,17 +134,15 @@ def write_subset(source: Path, target: Path, counts: dict[str, int] = SUBSET) ->
     for split, names in FASHION_MNIST_FILES.items():
         for name in names:
             raw = gzip.decompress((source / name).read_bytes())
-            magic = int.from_bytes(raw[:4], "big")
-            header = 4 + 4 * (magic & 0xFF)  # the low byte of the magic number: dimensions
+            header = 4 + 4 * raw[3]  # the magic number's low byte: the number of dimensions
             dims = [int.from_bytes(raw[i : i + 4], "big") for i in range(4, header, 4)]
             n = counts[split]
             if n > dims[0]:
                 raise ValueError(f"{source / name} holds {dims[0]} records, fewer than {n}")
-            record = math.prod(dims[1:])
-            head = b"".join(d.to_bytes(4, "big") for d in (magic, n, *dims[1:]))
-            body = raw[header : header + n * record]
+            body = raw[header : header + n * math.prod(dims[1:])]
             # mtime=0: the same bytes every time, so a re-prepared folder is identical.
-            (target / name).write_bytes(gzip.compress(head + body, mtime=0))
+            subset = raw[:4] + n.to_bytes(4, "big") + raw[8:header] + body
+            (target / name).write_bytes(gzip.compress(subset, mtime=0))
 
 
 def prepare(folder: Path, pythons: Iterable[str]) -> dict:
@@ -179,7 +164,7 @@ def prepare(folder: Path, pythons: Iterable[str]) -> dict:
         "pythons": pythons,
         "wheels": sorted(p.name for p in (folder / "wheels").glob("*.whl")),
         "fashion_mnist": SUBSET,
-        "bytes": folder_size(folder),
+        "bytes": size(folder.rglob("*")),
         "bytes_with_repository": check_size(ROOT, folder),
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -187,67 +172,51 @@ def prepare(folder: Path, pythons: Iterable[str]) -> dict:
 
 
 # -- Install (offline, on the GPU machine) --------------------------------------------------
-def distributions() -> list[str]:
-    """The names of the gpu-check group's packages."""
-    return [re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0] for req in requirements()]
-
-
 MISSING = """
 import importlib.metadata, sys
 for name in sys.argv[1:]:
-    try:
-        importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
+    if next(importlib.metadata.distributions(name=name), None) is None:
         print(name)
 """
 
 
 def missing(python: str | Path = sys.executable) -> list[str]:
-    """The packages of the gpu-check group that ``python`` does not have."""
-    command = [python, "-c", MISSING, *distributions()]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    return done.stdout.split() if done.returncode == 0 else distributions()
+    """The packages of the gpu-check group that ``python`` lacks (all, if it cannot say)."""
+    names = [re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0] for req in requirements()]
+    done = subprocess.run(
+        [python, "-c", MISSING, *names], capture_output=True, text=True, check=False
+    )
+    return done.stdout.split() if done.returncode == 0 else names
 
 
-def site_dirs() -> list[str]:
-    """This Python's package folders, e.g. the site-packages holding its torch."""
-    import site
-
-    user = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
-    return [d for d in dict.fromkeys([*site.getsitepackages(), *user]) if Path(d).is_dir()]
-
-
-def install(offline: Path, venv: Path) -> dict:
-    """A virtual environment that sees this Python's packages (torch above all) and adds the
-    check's from the wheels in ``offline``, with ``pip --no-index``: what is there is kept.
+def install(offline: Path, target: Path) -> dict:
+    """A virtual environment in ``target`` that sees this Python's packages (torch above all)
+    and adds the check's from the wheels in ``offline``, with ``pip --no-index``: what is there
+    is kept.
 
     ``venv --system-site-packages`` would see the base interpreter's packages only, not those of
     a virtual environment running this script, so a .pth file adds this Python's package
-    folders instead (``site.addsitedir`` also reads the .pth files found there). A second run
-    with the same Python reuses the environment."""
+    folders instead (``site.addsitedir`` also reads the .pth files found there). ``pip install
+    --target`` and PYTHONPATH would need no environment, but pip then installs every dependency
+    again, ahead of this Python's own (matplotlib's, the machine's Jupyter). A second run with
+    the same Python reuses the environment."""
     started = time.monotonic()
     wheels = offline / "wheels"
-    python = venv / "bin" / "python"
-    made_for = venv / "gpu-check-outer-python"
+    python = target / "bin" / "python"
+    made_for = target / "gpu-check-outer-python"
     report = {"from": str(wheels), "python": str(python), "installed": [], "log": ""}
     made_here = made_for.is_file() and made_for.read_text(encoding="utf-8") == sys.executable
     if made_here and not missing(python):
         return report | {"status": "reused", "seconds": 0}
-    print(f"installing {', '.join(missing())} from {wheels} ...", flush=True)
     pips = sorted(wheels.glob("pip-*.whl"))
     if not pips:
         raise SystemExit(f"no pip wheel in {wheels}: run `nox -s gpu-check -- prepare`")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True
-    )
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    lines = [f"import site; site.addsitedir({d!r})" for d in site_dirs()]
-    (Path(purelib) / "gpu_check_outer.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    venv.create(target, clear=True, symlinks=True)
+    paths = sysconfig.get_paths("venv", vars={"base": str(target), "platbase": str(target)})
+    user = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
+    outer = [d for d in dict.fromkeys([*site.getsitepackages(), *user]) if Path(d).is_dir()]
+    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in outer)
+    (Path(paths["purelib"]) / "gpu_check_outer.pth").write_text(lines, encoding="utf-8")
     # pip runs from its wheel (a zip with __main__): the machine needs no pip of its own.
     command = [python, f"{pips[-1]}/pip", "install", "--no-index", "--find-links", str(wheels)]
     command += ["--disable-pip-version-check", "--no-warn-script-location", *requirements()]
@@ -264,24 +233,21 @@ def install(offline: Path, venv: Path) -> dict:
 
 
 # -- Facts about the machine ----------------------------------------------------------------
+# Run in a Python of its own: a torch that cannot be imported (no numpy, ...) leaves the check
+# standing, and the check's own process never initialises CUDA.
 FACTS = """
 import json, os, platform, shutil, sys, sysconfig
-facts = {"python": platform.python_version(), "executable": sys.executable,
-         "cpu_cores": os.cpu_count()}
+facts = {"python": platform.python_version(), "executable": sys.executable}
 # torch.compile builds C code: Triton's launcher on a GPU, inductor's kernels on a CPU. Without
 # a compiler or Python's headers, the compiling pages fail: the report says which is missing.
 facts["c_compiler"] = shutil.which(os.environ.get("CC") or "gcc") or shutil.which("cc")
-include = sysconfig.get_paths()["include"]
-facts["python_headers"] = os.path.isfile(os.path.join(include, "Python.h"))
+facts["python_headers"] = os.path.isfile(sysconfig.get_paths()["include"] + "/Python.h")
 try:
-    import torch
-    facts.update(torch=torch.__version__, cuda=torch.version.cuda,
-                 gpu_count=torch.cuda.device_count())
-    facts["gpus"] = [torch.cuda.get_device_name(i) for i in range(facts["gpu_count"])]
+    from gpukit_site import recordings
+    provenance = recordings.collect_provenance(sys.argv[1])  # torch, GPUs, driver: the recording's
+    facts |= provenance | {"provenance": provenance, "gpu_count": len(provenance["gpus"])}
     import gpukit
     facts["machine"] = gpukit.describe_machine()
-    from gpukit_site import recordings  # what a recording says of the machine
-    facts["provenance"] = recordings.collect_provenance(sys.argv[1])  # the profile
     try:
         facts["data"] = str(gpukit.find_fashion_mnist(download=False))
     except gpukit.DataNotFoundError:
@@ -293,9 +259,8 @@ print(json.dumps(facts))
 
 
 def machine_facts(env: dict[str, str]) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", FACTS, PROFILE], env=env, capture_output=True, text=True, check=False
-    )
+    command = [sys.executable, "-c", FACTS, PROFILE]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     try:
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -306,15 +271,12 @@ def choose_data(facts: dict, env: dict[str, str], offline: Path) -> dict:
     """Full Fashion-MNIST where gpukit finds it; else the prepared subset (via GPUKIT_DATA)."""
     subset = offline / "fashion-mnist"
     if env.get(DATA_VAR):
-        folder = Path(env[DATA_VAR])
-        source = f"{DATA_VAR} (set before the check)"
+        folder, source = Path(env[DATA_VAR]), f"{DATA_VAR} (set before the check)"
     elif facts.get("data"):
-        folder = Path(facts["data"])
-        source = "found by gpukit"
+        folder, source = Path(facts["data"]), "found by gpukit"
     elif subset.is_dir():
         env[DATA_VAR] = str(subset)
-        folder = subset
-        source = "the prepared subset"
+        folder, source = subset, "the prepared subset"
     else:
         return {"folder": None, "source": "none: the pages that read Fashion-MNIST will fail"}
     counts = {}
@@ -325,24 +287,16 @@ def choose_data(facts: dict, env: dict[str, str], offline: Path) -> dict:
 
 
 # -- pytest runs: the CUDA tests, then the pages --------------------------------------------
-def gpus_wanted_by(item) -> int | None:
-    marker = item.get_closest_marker("gpus")
-    if marker is None:
-        return None
-    return marker.args[0] if marker.args else DEFAULT_TEST_GPUS
-
-
 def pytest_collection_modifyitems(config, items) -> None:
     """(A pytest hook: ``-p gpukit_site.gpu_check``.) Keep the CUDA-marked tests this machine
     can run; the ones that want more GPUs are reported as not run, each with why."""
     import pytest  # this hook runs in pytest's process; the check itself loads without it
 
-    if "GPU_CHECK_GPUS" not in os.environ:  # no GPU: tests/conftest.py skips them, saying why
-        return
-    found = int(os.environ["GPU_CHECK_GPUS"])
+    found = int(os.environ.get("GPU_CHECK_GPUS", 0))  # 0: tests/conftest.py skips them, saying why
     for item in items:
-        wanted = gpus_wanted_by(item)
-        if wanted is not None and wanted > found:
+        marker = item.get_closest_marker("gpus")
+        wanted = (marker.args or (DEFAULT_TEST_GPUS,))[0] if marker else 0
+        if found and wanted > found:
             why = f"needs {wanted} CUDA GPU(s), this machine has {found}"
             item.add_marker(pytest.mark.skip(reason=f"{NOT_RUN}: {why}"))
 
@@ -350,7 +304,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 def run_pytest(arguments: list[str], *, env: dict, timeout: float, out: Path, name: str) -> dict:
     """pytest with ``arguments``, its output in ``logs/<name>.log`` and each result in
     ``<name>.jsonl`` as it comes (pytest-reportlog), killed with every process it started
-    after ``timeout`` seconds; the results so far, by test."""
+    (the pages' kernels) after ``timeout`` seconds; the results so far, by test."""
     started = time.monotonic()
     log = out / "logs" / f"{name}.log"
     results = out / f"{name}.jsonl"
@@ -379,24 +333,26 @@ def read_log(path: Path) -> dict[str, dict]:
     results: dict[str, dict] = {}
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     for report in map(json.loads, lines):
-        kind = report["$report_type"]
-        if kind == "CollectReport" and report["outcome"] == "failed":
-            message = str(report["longrepr"])
-            results[report["nodeid"]] = {"result": "error", "seconds": 0.0, "message": message}
-        if kind != "TestReport" or (report["when"] != "call" and report["outcome"] == "passed"):
+        kind, outcome, longrepr = (report.get(k) for k in ("$report_type", "outcome", "longrepr"))
+        if kind == "CollectReport" and outcome == "failed":
+            results[report["nodeid"]] = {
+                "result": "error",
+                "seconds": 0.0,
+                "message": str(longrepr),
+            }
+        if kind != "TestReport" or (report["when"] != "call" and outcome == "passed"):
             continue
         entry = results.setdefault(report["nodeid"], {"result": "passed", "seconds": 0.0})
         entry["seconds"] = round(entry["seconds"] + report["duration"], 2)
-        longrepr = report["longrepr"]
-        if report["outcome"] == "skipped":  # (file, line, "Skipped: why")
+        if outcome == "skipped":  # (file, line, "Skipped: why")
             why = longrepr[2].removeprefix("Skipped: ")
             result, _, said = why.partition(": ") if why.startswith(NOT_RUN) else ("", "", why)
             entry |= {"result": result or "skipped", "message": said}
-        elif report["outcome"] == "failed":
+        elif outcome == "failed":
             entry["result"] = "failed" if report["when"] == "call" else "error"
-            # An exception's (serialized ExceptionRepr) or nbmake's (the cell and its traceback)
+            # An exception's (serialized ExceptionRepr) or nbmake's text (the cell and its
+            # traceback); nbmake colours an internal error's traceback for a terminal.
             crash = longrepr.get("reprcrash") if isinstance(longrepr, dict) else None
-            # nbmake colours an internal error's traceback for a terminal: not for a report
             entry["message"] = ANSI.sub("", crash["message"] if crash else str(longrepr))
     return results
 
@@ -436,112 +392,96 @@ def executed_pages(docs: Path) -> list[Path]:
     return [p for p in pages if front_matter(p).get("file_format") == "mystnb"]
 
 
-def write_notebooks(pages: list[Path], folder: Path) -> None:
-    """Each page as ``folder/<page>/<page>.ipynb``: its own folder is its kernel's working
-    directory, as a temporary folder is for myst-nb."""
-    import jupytext
-
-    for page in pages:
-        notebook = folder / page.stem / f"{page.stem}.ipynb"
-        notebook.parent.mkdir(parents=True)
-        jupytext.write(jupytext.read(page, fmt="md:myst"), notebook)
-
-
-def error_of(cell) -> str:
-    """A cell's error, as the page would show it."""
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "error":
-            return f"{output['ename']}: {output['evalue']}"
-    return ""
-
-
-def failing_cell(page: Path, notebook: dict) -> dict:
+def failing_cell(page: Path, notebook) -> dict:
     """Where an executed ``notebook`` of ``page`` went wrong, read from its cells (nbclient
     records when each cell started and replied): a cell that raised without being tagged
-    raises-exception, one tagged so that did not raise, or one that never replied."""
+    raises-exception, one tagged so that did not raise (nbmake passes it), or one that never
+    replied; its number, line, source, status and error. nbmake's own report names no cell."""
     text = page.read_text(encoding="utf-8")
     lines = [text.count("\n", 0, m.start()) + 1 for m in CODE_CELL.finditer(text)]
-    cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
-    for n, cell in enumerate(cells):
-        tagged = "raises-exception" in cell["metadata"].get("tags", [])
-        timing = cell["metadata"].get("execution", {})
+    for n, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
+        timing = cell.metadata.get("execution", {})
+        errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+        if not timing:  # never started: the kernel died (nbmake wrote nothing back)
+            return {}
         if "shell.execute_reply" not in timing:
-            error = "no result within the cell's timeout" if timing else ""
-        elif bool(error_of(cell)) != tagged:
-            error = error_of(cell) or "tagged raises-exception, ran without raising"
+            found = {"status": TIMED_OUT, "error": "no result within the cell's timeout"}
+        elif bool(errors) != ("raises-exception" in cell.metadata.get("tags", [])):
+            error = errors[0] if errors else "tagged raises-exception, ran without raising"
+            found = {"status": FAILED, "error": error}
         else:
             continue
         where = {"cell": n + 1, "line": lines[n] if n < len(lines) else None}
-        return where | {"source": cell["source"], "error": error} if error else {}
+        return where | {"source": cell.source} | found
     return {}
-
-
-def page_entry(page: Path, result: dict | None, folder: Path, gpus: int) -> dict:
-    """The report's entry for ``page``: its pytest ``result`` (None: not finished) and what its
-    executed notebook in ``folder`` shows."""
-    import nbformat
-
-    wanted = front_matter(page).get("gpus", 0)
-    entry = {"page": page.stem, "gpus_wanted": wanted}
-    if wanted > gpus:
-        on = f"on {gpus} GPU(s)" if gpus else "on the CPU"
-        entry["note"] = f"wants {wanted} GPU(s): ran its fewer-device path {on}"
-    if result is None:
-        return entry | {"status": NOT_RUN, "seconds": 0, "error": "the budget ran out first"}
-    notebook = nbformat.read(folder / f"{page.stem}.ipynb", as_version=4)
-    entry |= {"seconds": round(result["seconds"], 1)} | failing_cell(page, notebook)
-    if "error" not in entry:
-        entry["status"] = OK if result["result"] == "passed" else FAILED
-    elif entry["error"].startswith("no result"):
-        entry["status"] = TIMED_OUT
-    else:
-        entry["status"] = FAILED
-    traceback = folder / "full-traceback.txt"
-    if entry["status"] != OK and traceback.is_file():
-        entry["full_traceback"] = traceback.read_text(encoding="utf-8")
-    if entry["status"] == FAILED and "error" not in entry:  # outside any cell: "Kernel died"
-        entry["error"] = result.get("message", "").removeprefix("NBMAKE INTERNAL ERROR\n")
-    return entry
 
 
 def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, out: Path):
     """The pages under nbmake, ``args.jobs`` at a time, each cell within the page timeout
     and the budget; their entries and the recording of what they printed."""
-    import nbformat  # jupytext's dependency: there once the check's packages are
+    import jupytext  # the check's packages: there by now
+    import nbformat
 
     folder = workdir / "pages"
-    write_notebooks(pages, folder)
-    left = args.deadline - time.monotonic() - MARGIN
+    for page in pages:  # a folder of its own: its kernel's working directory, as for myst-nb
+        (folder / page.stem).mkdir(parents=True)
+        jupytext.write(
+            jupytext.read(page, fmt="md:myst"), folder / page.stem / f"{page.stem}.ipynb"
+        )
+    # The pages' kernel is this Python, whichever "python3" kernel Jupyter knows elsewhere.
+    spec = workdir / "jupyter" / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    kernel = {"argv": argv, "display_name": "GPU check", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
     # The kernels' IPython profile: the build's, and the hook that keeps whole tracebacks.
     ipython = workdir / "ipython"
     shutil.copytree(Path(env["IPYTHONDIR"]), ipython)
     startup = ipython / "profile_default" / "startup" / "99-gpu-check.py"
     startup.write_text(FULL_TRACEBACK, encoding="utf-8")
-    arguments = [str(folder), "--nbmake", f"--nbmake-kernel={KERNEL}", "--overwrite"]
+    jupyter = os.pathsep.join(filter(None, [str(workdir / "jupyter"), env.get("JUPYTER_PATH")]))
+    env = env | {"IPYTHONDIR": str(ipython), "JUPYTER_PATH": jupyter}
     # A cell that times out leaves time for its kernel to stop and its result to be written.
+    left = args.deadline - time.monotonic() - MARGIN
     cell_timeout = max(1, math.floor(min(args.page_timeout, left - SHUTDOWN)))
-    arguments += [f"--nbmake-timeout={cell_timeout}"]
-    arguments += ["-n", str(args.jobs), f"--rootdir={folder}"]
-    env = env | {"IPYTHONDIR": str(ipython)}
+    arguments = [str(folder), "--nbmake", f"--nbmake-kernel={KERNEL}", "--overwrite"]
+    arguments += [f"--nbmake-timeout={cell_timeout}", "-n", str(args.jobs), f"--rootdir={folder}"]
     run = run_pytest(arguments, env=env, timeout=left, out=out, name="pages")
     results = {Path(test.split("::")[0]).stem: r for test, r in run["results"].items()}
-    entries = [page_entry(page, results.get(page.stem), folder / page.stem, gpus) for page in pages]
-    cells = {}
-    dropped = []
-    for entry in entries:
-        notebook = folder / entry["page"] / f"{entry['page']}.ipynb"
-        if entry["status"] != NOT_RUN:
-            executed = nbformat.read(notebook, as_version=4)
-            cells[entry["page"]], left_out = recordings.from_notebook(executed, entry["page"])
-            dropped += left_out
+    entries, cells, dropped = [], {}, []
+    for page in pages:
+        wanted = front_matter(page).get("gpus", 0)
+        entry = {"page": page.stem, "gpus_wanted": wanted}
+        if wanted > gpus:
+            on = f"on {gpus} GPU(s)" if gpus else "on the CPU"
+            entry["note"] = f"wants {wanted} GPU(s): ran its fewer-device path {on}"
+        result = results.get(page.stem)
+        if result is None:
+            entries.append(
+                entry | {"status": NOT_RUN, "seconds": 0, "error": "the budget ran out first"}
+            )
+            continue
+        notebook = nbformat.read(folder / page.stem / f"{page.stem}.ipynb", as_version=4)
+        entry["seconds"] = round(result["seconds"], 1)
+        entry |= failing_cell(page, notebook) or {
+            "status": OK if result["result"] == "passed" else FAILED
+        }
+        traceback = folder / page.stem / "full-traceback.txt"
+        if entry["status"] != OK and traceback.is_file():
+            entry["full_traceback"] = traceback.read_text(encoding="utf-8")
+        if entry["status"] == FAILED and "error" not in entry:  # outside any cell: "Kernel died"
+            entry["error"] = result.get("message", "").removeprefix("NBMAKE INTERNAL ERROR\n")
+        entries.append(entry)
+        cells[page.stem], left_out = recordings.from_notebook(notebook, page.stem)
+        dropped += left_out
     return entries, cells, dropped
 
 
 # -- The report -----------------------------------------------------------------------------
 def summary(report: dict) -> str:
     """The report's short text form."""
-    m = report["machine"]
-    gpus = f"{m.get('gpu_count', 0)} x {m['gpus'][0]}" if m.get("gpus") else "no CUDA GPU"
+    m, install, data, tests = (report[k] for k in ("machine", "install", "data", "tests"))
+    gpus = f"{m['gpu_count']} x {m['gpus'][0]}" if m.get("gpus") else "no CUDA GPU"
     lines = [
         f"GPU check: {gpus}, torch {m.get('torch', '?')} (CUDA {m.get('cuda')}), "
         f"Python {m.get('python')}; profile {report['profile']}; {report['jobs']} page(s) at a "
@@ -554,7 +494,6 @@ def summary(report: dict) -> str:
             f"torch.compile may fail here: C compiler {m.get('c_compiler') or 'missing'}, "
             f"Python headers {'found' if m.get('python_headers') else 'missing'}"
         )
-    install = report["install"]
     if install["status"] == "skipped":
         lines.append(f"install: nothing ({install['why']})")
     else:
@@ -562,13 +501,9 @@ def summary(report: dict) -> str:
             f"install: {install['status']}, {len(install['installed'])} package(s) from "
             f"{install['from']} in {install['seconds']} s"
         )
-    data = report["data"]
     counts = ", ".join(f"{n:,} {split}" for split, n in data.get("images", {}).items())
     lines.append(f"data: {data['folder']} ({data['source']}{'; ' + counts if counts else ''})")
-    tests = report["tests"]
-    tally = {}
-    for r in tests["results"]:
-        tally[r["result"]] = tally.get(r["result"], 0) + 1
+    tally = collections.Counter(r["result"] for r in tests["results"])
     said = ", ".join(f"{n} {what}" for what, n in sorted(tally.items())) or "none collected"
     required = f" with {REQUIRE_GPUS_VAR}=1" if tests.get("required") else ""
     lines.append(f"CUDA tests{required}: {tests['status']}: {said} ({tests['seconds']} s)")
@@ -608,17 +543,6 @@ def check(args: argparse.Namespace) -> int:
     (out / "logs").mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     env = os.environ | kernel_environment(PROFILE)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), *filter(None, [env.get("PYTHONPATH")])])
-    # The pages' kernel is this Python, whichever "python3" kernel Jupyter knows elsewhere.
-    spec = workdir / "jupyter" / "kernels" / KERNEL
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    kernel = {"argv": argv, "display_name": "GPU check", "language": "python"}
-    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
-    env["JUPYTER_PATH"] = os.pathsep.join(
-        filter(None, [str(workdir / "jupyter"), env.get("JUPYTER_PATH")])
-    )
-
     facts = machine_facts(env)
     gpus = int(facts.get("gpu_count") or 0)
     provenance = facts.pop("provenance", None)  # None: torch could not say (the report does)
@@ -672,14 +596,16 @@ def check(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     """Install what is missing (offline), then check, in the Python that has it all."""
-    if args.no_install or not missing():
+    lacking = [] if args.no_install else missing()
+    if not lacking:
         return check(args)
     started = time.monotonic()
     if not (args.offline / "wheels").is_dir():
         raise SystemExit(
-            f"this Python lacks {', '.join(missing())} and {args.offline} holds no "
+            f"this Python lacks {', '.join(lacking)} and {args.offline} holds no "
             "wheels: run `nox -s gpu-check -- prepare` on a machine with a network"
         )
+    print(f"installing {', '.join(lacking)} from {args.offline / 'wheels'} ...", flush=True)
     installed = install(args.offline, args.venv)
     if installed["status"] == FAILED:
         print(installed["log"], file=sys.stderr)
@@ -687,7 +613,6 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     env = os.environ | {
         "GPU_CHECK_INSTALL": json.dumps(installed),
         "GPU_CHECK_ELAPSED": str(time.monotonic() - started),
-        "PYTHONPATH": os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
     command = [installed["python"], "-m", MODULE, *argv, "--no-install"]
     return subprocess.run(command, env=env, check=False).returncode
@@ -720,6 +645,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    # Every process the check starts finds gpukit and this package (also with a relative
+    # PYTHONPATH=src, from a kernel's working directory).
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), os.getenv("PYTHONPATH")]))
     if args.command == "run":
         return run(args, argv)
     manifest = prepare(args.dir, args.python)
