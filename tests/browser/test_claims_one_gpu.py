@@ -161,14 +161,31 @@ def test_use_gpu_small_products_are_slower_per_flop(desktop_tab, site, lang: str
     values = glued(desktop_tab, starts)  # en: the ratio, then the clause; zh: one clause
     quoted, said = values[0].split("，")[0], values[-1]
     assert ratio_fits(quoted, each, once, 0.00005), (quoted, each, once)
-    if CPU_ONLY[lang] in provenance:
-        # "a gap of G ms, while its N .item() calls take I ms here (timed alone): the calls do
-        # not explain the gap" only where G > 10 I (once "the two differ only by noise" beside
-        # 1.42 times)
-        gap, items = (float(n) for n in re.findall(r"([\d.]+) (?:ms|毫秒)", said)[:2])
-        assert abs(gap - abs(each - once) * 1e3) <= 0.1, (said, each, once)
-        not_explained = {"en": "do not explain", "zh": "不是这些调用造成的"}[lang]
+    if CPU_ONLY[lang] not in provenance:
+        return
+    # The verdict follows the sign of the gap: the .item() calls can only slow the first
+    # variant, so where it was the faster the verdict says they do not explain the difference
+    # (once "a gap of 0.3 ms, within ten times what its calls take" beside 0.0568 < 0.0571 sec).
+    not_slower = {"en": "can only add time", "zh": "只会增加用时"}[lang]
+    if each != once:  # where the printed times tie, either sign may be the true one
+        assert (not_slower in said) == (each < once), (said, each, once)
+    if not_slower in said:
+        return
+    # Then its size: "a gap of G ms, while its N .item() calls take I ms here (timed alone)":
+    # "do not explain the gap" where G > 10 I, "could account for all of it" where G <= I,
+    # and "account for at most P%" of it, P = I / G, in between.
+    gap, items = (float(n) for n in re.findall(r"([\d.]+) (?:ms|毫秒)", said)[:2])
+    assert abs(gap - (each - once) * 1e3) <= 0.1, (said, each, once)
+    not_explained = {"en": "do not explain", "zh": "不是这些调用造成的"}[lang]
+    all_of_it = {"en": "all of it", "zh": "足以解释"}[lang]
+    if abs(gap - 10 * items) > 0.06:  # beyond what rounding G and I to 0.01 ms can move
         assert (not_explained in said) == (gap > 10 * items), said
+    if abs(gap - items) > 0.01:
+        assert (all_of_it in said) == (gap <= items), said
+    if items < gap <= 10 * items:
+        share = float(re.search(r"(\d+)%", said).group(1))
+        low, high = (items - 0.005) / (gap + 0.005), (items + 0.005) / (gap - 0.005)
+        assert 100 * low - 0.5 <= share <= 100 * high + 0.5, (said, share)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
