@@ -161,14 +161,31 @@ def test_use_gpu_small_products_are_slower_per_flop(desktop_tab, site, lang: str
     values = glued(desktop_tab, starts)  # en: the ratio, then the clause; zh: one clause
     quoted, said = values[0].split("，")[0], values[-1]
     assert ratio_fits(quoted, each, once, 0.00005), (quoted, each, once)
-    if CPU_ONLY[lang] in provenance:
-        # "a gap of G ms, while its N .item() calls take I ms here (timed alone): the calls do
-        # not explain the gap" only where G > 10 I (once "the two differ only by noise" beside
-        # 1.42 times)
-        gap, items = (float(n) for n in re.findall(r"([\d.]+) (?:ms|毫秒)", said)[:2])
-        assert abs(gap - abs(each - once) * 1e3) <= 0.1, (said, each, once)
-        not_explained = {"en": "do not explain", "zh": "不是这些调用造成的"}[lang]
+    if CPU_ONLY[lang] not in provenance:
+        return
+    # The verdict follows the sign of the gap: the .item() calls can only slow the first
+    # variant, so where it was the faster the verdict says they do not explain the difference
+    # (once "a gap of 0.3 ms, within ten times what its calls take" beside 0.0568 < 0.0571 sec).
+    not_slower = {"en": "can only add time", "zh": "只会增加用时"}[lang]
+    if each != once:  # where the printed times tie, either sign may be the true one
+        assert (not_slower in said) == (each < once), (said, each, once)
+    if not_slower in said:
+        return
+    # Then its size: "a gap of G ms, while its N .item() calls take I ms here (timed alone)":
+    # "do not explain the gap" where G > 10 I, "could account for all of it" where G <= I,
+    # and "account for at most P%" of it, P = I / G, in between.
+    gap, items = (float(n) for n in re.findall(r"([\d.]+) (?:ms|毫秒)", said)[:2])
+    assert abs(gap - (each - once) * 1e3) <= 0.1, (said, each, once)
+    not_explained = {"en": "do not explain", "zh": "不是这些调用造成的"}[lang]
+    all_of_it = {"en": "all of it", "zh": "足以解释"}[lang]
+    if abs(gap - 10 * items) > 0.06:  # beyond what rounding G and I to 0.01 ms can move
         assert (not_explained in said) == (gap > 10 * items), said
+    if abs(gap - items) > 0.01:
+        assert (all_of_it in said) == (gap <= items), said
+    if items < gap <= 10 * items:
+        share = float(re.search(r"(\d+)%", said).group(1))
+        low, high = (items - 0.005) / (gap + 0.005), (items + 0.005) / (gap - 0.005)
+        assert 100 * low - 0.5 <= share <= 100 * high + 0.5, (said, share)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -513,12 +530,13 @@ def test_export_compile_share_and_load_are_measured(desktop_tab, site, lang: str
 # fast-training: which way D2L's loop went against train_ch6, as the glued clause says it: on a
 # GPU "no faster" (the lesson); "faster than the baseline's mean, which the first epoch ...
 # raises" where that epoch was clearly slower; else "slower/faster than the baseline by X s"
-# with, on a CPU, what its reads of the metrics cost, and the range of train_ch6's epochs.
+# (X ms under 0.1 s: once "faster by 0.00 s") with, on a CPU, what its reads of the metrics
+# cost, and the range of train_ch6's epochs.
 CLAUSES = {
     "en": {
         "no_faster": "no faster",
         "first_epoch": "which the first epoch of this process",
-        "gap": r"(slower|faster) than the baseline by ([\d.]+) s",
+        "gap": r"(slower|faster) than the baseline by (under )?([\d.]+) (s|ms)\b",
         "reads": r"reads of the metrics cost ([\d.]+) ms",
         "not_theirs": "the difference is not theirs",
         "range": r"from ([\d.]+) to ([\d.]+) s\)",
@@ -527,7 +545,7 @@ CLAUSES = {
     "zh": {
         "no_faster": "不比",
         "first_epoch": "本进程的第一轮",
-        "gap": r"比基线(慢|快) ([\d.]+) 秒",
+        "gap": r"比基线(慢|快) ?(不到 )?([\d.]+) (秒|毫秒)",
         "reads": r"一共只花 ([\d.]+) 毫秒",
         "not_theirs": "差别不是读取造成的",
         "range": r"从 ([\d.]+) 秒到 ([\d.]+) 秒",
@@ -538,7 +556,10 @@ CLAUSES = {
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_fast_training_loop_against_the_baseline(desktop_tab, site, lang: str) -> None:
-    read(desktop_tab, site, f"{lang}/fast-training")
+    _, outputs = read(desktop_tab, site, f"{lang}/fast-training")
+    # The printed times: the table's first row, and train_ch6's seconds per epoch
+    printed_loop = float(re.search(rf"^D2L's loop: .*? {SECONDS}", outputs, re.M)[1])
+    printed_base = float(re.search(rf"{SECONDS}/epoch on ", outputs)[1])
     starts = {"en": "the first row, differs from", "zh": "第一行 D2L 的循环与"}[lang]
     loop, mean, first, rest, clause = glued(desktop_tab, starts)
     loop, mean, first, rest = map(float, (loop, mean, first, rest))
@@ -552,13 +573,24 @@ def test_fast_training_loop_against_the_baseline(desktop_tab, site, lang: str) -
     # and the loop no faster than the baseline's other epochs
     if words["first_epoch"] in clause:
         assert first > 1.05 * rest and rest <= loop <= mean, (loop, mean, first, rest, clause)
-    if gap:  # the difference as measured, and the range of the baseline's own epochs
-        assert abs(float(gap[2]) - abs(loop - mean)) <= 0.016, (gap[2], loop, mean)
+    gap_seconds = None
+    if gap:  # the difference as printed (never 0.00), and the range of the baseline's epochs
+        in_ms = gap[4] in ("ms", "毫秒")
+        gap_seconds = float(gap[3]) * (1e-3 if in_ms else 1)
+        assert gap_seconds > 0, clause
+        printed_gap = abs(printed_loop - printed_base)
+        if gap[2]:  # "under 0.1 ms"
+            assert in_ms and printed_gap <= gap_seconds + 0.0001, (clause, printed_gap)
+        else:  # the quoted digits, give or take the rounding of the times printed to 0.1 ms
+            half_unit = 0.5 * 10 ** -len(gap[3].split(".")[1]) * (1e-3 if in_ms else 1)
+            assert abs(gap_seconds - printed_gap) <= half_unit + 0.0001, (clause, printed_gap)
+        if printed_loop != printed_base:
+            assert (gap[1] == words["slower"]) == (printed_loop > printed_base), clause
         low, high = map(float, re.search(words["range"], clause).groups())
         assert low <= first <= high and low <= rest <= high, clause
     reads = re.search(words["reads"], clause)
     if words["not_theirs"] in clause:  # only where the reads cost a tenth of the difference
-        assert gap and reads and float(gap[2]) > 10 * float(reads[1]) / 1e3, clause
+        assert gap_seconds and reads and gap_seconds > 10 * float(reads[1]) / 1e3, clause
 
 
 # fast-training: the recipe's epochs against the table's row with its switches, as the glued
