@@ -454,6 +454,36 @@ def test_overlap_says_where_prefetchings_gain_came_from(desktop_tab, site, lang:
             assert hiding in source, (share, source)
 
 
+# A run's row with its step and collectives in ms and the hidden share, as printed
+OVERLAP_TIMES = r"^{} +([\d.]+)ms +[\d.]+ms +([\d.]+)ms +(\d+%)$"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_overlap_quotes_the_ratios_of_its_table(desktop_tab, site, lang: str) -> None:
+    # "With buckets the step took R times as long as with one bucket, ... The collectives of the
+    # bucketed run took R times as long as the one all-reduce": once a glued 2.6, the ratio of
+    # the unrounded times, stood beside a table whose 17.10 / 6.45 gives 2.7. The page glues
+    # the ratios of the printed times, so they are checked exactly.
+    _, outputs = read(desktop_tab, site, f"{lang}/overlap")
+    rows = {
+        name: re.search(OVERLAP_TIMES.format(re.escape(name)), outputs, re.M).groups()
+        for name in ("fsdp", "fsdp, prefetch", "ddp, one bucket", "ddp, buckets")
+    }
+    step = {name: float(row[0]) for name, row in rows.items()}
+    comm = {name: float(row[1]) for name, row in rows.items()}
+    starts = {"en": "What the overlap bought in time", "zh": "重叠在时间上换来了多少"}
+    quoted = paragraph_quoting(desktop_tab, starts, lang)
+    expected = [
+        f"{step['ddp, buckets'] / step['ddp, one bucket']:.2f}",
+        f"{step['fsdp, prefetch'] / step['fsdp']:.2f}",
+        f"{comm['ddp, buckets'] / comm['ddp, one bucket']:.1f}",
+        f"{comm['fsdp, prefetch'] / comm['fsdp']:.2f}",
+        rows["fsdp, prefetch"][2],
+        rows["fsdp"][2],
+    ]
+    assert [quoted[i] for i in (0, 1, 2, 4, 5, 6)] == expected, (lang, quoted, rows)
+
+
 ZIGZAG_WORDS = {  # shortened, only just shortened, did not shorten
     "en": ("shortened", "only just shortened", "did not shorten"),
     "zh": ("缩短了", "只略微缩短了", "没有缩短"),
