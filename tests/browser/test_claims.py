@@ -371,22 +371,37 @@ def test_small_gpt_says_how_many_of_its_words_are_the_training_texts(
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_paged_kv_cache_compares_the_times_per_step(desktop_tab, site, lang: str) -> None:
     _, outputs = read(desktop_tab, site, f"{lang}/paged-kv-cache")
-    runs = dict(
-        (policy, (int(steps), float(seconds)))
-        for policy, steps, seconds in re.findall(
-            r"^\s*(static|continuous): +(\d+) decode steps, +([\d.]+) s,", outputs, re.M
+    steps = dict(re.findall(r"^\s*(static|continuous): +(\d+) decode steps,", outputs, re.M))
+    runs = {
+        policy: values
+        for policy, *values in re.findall(
+            r"^\s*(static|continuous): ([\d.]+) ms a decode step without the prefills, "
+            r"([\d.]+) requests a step; \d+ prefills ([\d.]+) ms",
+            outputs,
+            re.M,
         )
-    )
-    assert set(runs) == {"static", "continuous"}, outputs
-    # "Divided by its decode steps, each run's time ... comes to S ms a step for static batching
-    # and C ms for continuous batching, whose steps decoded R requests on average, of at most
-    # B: ... A continuous step lasted WORD a static one here."
-    words = {"en": "Divided by its decode steps", "zh": "按解码步数平均"}
-    static_ms, continuous_ms, rows, most, word = paragraph_quoting(desktop_tab, words, lang)
-    for policy, quoted in (("static", static_ms), ("continuous", continuous_ms)):
-        steps, seconds = runs[policy]  # the seconds as printed, to 0.01 s
-        assert abs(number(quoted) - 1e3 * seconds / steps) <= 5 / steps + 0.005, (lang, policy)
-    assert 1 <= number(rows) <= number(most), (lang, rows, most)
+    }
+    assert set(steps) == set(runs) == {"static", "continuous"}, outputs
+    # "Without its prefills, each run's time divided by its decode steps comes to S ms a step
+    # for static batching, whose steps decoded RS requests, ..., and C ms for continuous
+    # batching, whose steps decoded RC requests on average, of at most B: ... A continuous step
+    # lasted WORD a static one here. The prefills, timed apart, would add PS ms to each static
+    # step and PC ms to each continuous one ..."
+    words = {"en": "Without its prefills", "zh": "不计预填充"}
+    quoted = paragraph_quoting(desktop_tab, words, lang)
+    assert len(quoted) == 8, (lang, quoted)
+    static_ms, static_rows, continuous_ms, continuous_rows, most, word, *prefills = quoted
+    for policy, ms, rows, prefill in (
+        ("static", static_ms, static_rows, prefills[0]),
+        ("continuous", continuous_ms, continuous_rows, prefills[1]),
+    ):
+        printed_ms, printed_rows, printed_prefills = runs[policy]
+        assert (ms, rows) == (printed_ms, printed_rows), (lang, policy, ms, rows)
+        # the prefills' ms per decode step, from their total printed to 0.1 ms
+        n = int(steps[policy])
+        expected = number(printed_prefills) / n
+        assert abs(number(prefill) - expected) <= 0.05 / n + 0.005, (lang, policy, prefill)
+    assert 1 <= number(continuous_rows) <= number(most), (lang, continuous_rows, most)
     choices = {
         "en": ("as long as", "longer than", "shorter than"),
         "zh": ("与静态批处理的一步一样长", "比静态批处理的一步更长", "比静态批处理的一步更短"),
