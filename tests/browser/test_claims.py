@@ -218,6 +218,19 @@ def test_attention_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: 
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_attention_page_adds_up_the_printed_shares(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/attention")
+    line = re.search(r"^MATH: (.*)$", outputs, re.M)
+    assert line, outputs
+    printed = dict((op, int(share)) for op, share in re.findall(r"(\w+) (\d+)%", line.group(1)))
+    # "Those three operators took S% of its time here (their printed shares added up)"
+    words = {"en": "Those three operators took", "zh": "这三个算子在这里占了它"}
+    share = paragraph_quoting(desktop_tab, words, lang)[0]
+    expected = sum(printed.get(op, 0) for op in ("isneginf", "all", "where"))
+    assert number(share.removesuffix("%")) == expected, (lang, share, line.group(0))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_triton_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str) -> None:
     _, outputs = read(desktop_tab, site, f"{lang}/triton")
     # Exercise 1's solution: "P programs; they cover L lanes, so the last program masks M of
