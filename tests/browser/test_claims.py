@@ -24,6 +24,7 @@ number once did), and nothing else would notice that the text no longer describe
 
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
@@ -379,6 +380,27 @@ def test_small_gpt_says_how_many_of_its_words_are_the_training_texts(
     }[lang]
     chosen = 0 if not total else 1 if not known else 2 if known < total else 3
     assert one_of(verdict, choices, chosen), (lang, verdict, counts.group(0))
+
+
+# The decoding page's sample: the prompt and the generated text, each as Python's repr.
+REPR = r"('(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\")"
+SAMPLE = re.compile(rf"^{REPR} -> {REPR}$", re.M)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_decoding_describes_its_sample(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/decoding")
+    line = SAMPLE.search(outputs)
+    assert line, outputs
+    sample = ast.literal_eval(line.group(2))
+    kinds = len(set(sample))
+    # "The text it generated above is S% spaces and uses K." / "...空格占 S%，全文...K..."
+    words = {"en": "The text it generated above", "zh": "上面生成的文本中"}
+    spaces, phrase = paragraph_quoting(desktop_tab, words, lang)[:2]
+    assert spaces == f"{sample.count(' ') / len(sample):.0%}", (lang, spaces, line.group(2))
+    single = {"en": "a single character", "zh": "只用到一种字符"}[lang]
+    several = {"en": f"{kinds} different characters", "zh": f"{kinds} 种不同的字符"}[lang]
+    assert (single if kinds == 1 else several) in phrase, (lang, phrase, kinds)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
