@@ -250,6 +250,9 @@ class Request:
 class ServeStats:
     """What :func:`serve` measured: seconds in all, tokens generated, each request's latency.
 
+    ``prefill_seconds`` is the part of ``seconds`` spent in the prefills, and ``rows`` the
+    requests decoded, summed over the decode steps (a padding request counts).
+
     Example:
         >>> stats = ServeStats(seconds=2.0, tokens=100, latencies=[1.0], steps=50, peak_blocks=3)
         >>> stats.tokens_per_second
@@ -261,6 +264,8 @@ class ServeStats:
     latencies: list[float]
     steps: int
     peak_blocks: int
+    prefill_seconds: float = 0.0
+    rows: int = 0
 
     @property
     def tokens_per_second(self) -> float:
@@ -282,8 +287,8 @@ def serve(
     does), then admits the next ones. ``"continuous"`` batching admits a waiting request as
     soon as a place in the batch and the blocks for its prompt and its tokens are free, and a
     request leaves the batch the step it finishes. Returns the time, the tokens kept, each
-    request's latency (seconds from the start to its last token), the decode steps and the
-    most blocks in use at once.
+    request's latency (seconds from the start to its last token), the decode steps, the
+    most blocks in use at once, the prefills' seconds and the requests decoded in all steps.
 
     Example:
         >>> net = GPT(num_hiddens=32, num_heads=4, num_blks=1, max_len=32).eval()
@@ -310,7 +315,8 @@ def serve(
         r.output, r.finished_at = [], 0.0
     waiting, running = deque(range(len(requests))), []
     next_token: dict[int, torch.Tensor] = {}
-    steps, peak, start = 0, 0, time.perf_counter()
+    steps, rows, peak, prefill_seconds = 0, 0, 0, 0.0
+    start = time.perf_counter()
     while waiting or running:
         if policy == "continuous" or not running:
             # Admit in arrival order; static batching pads every request to its batch's longest
@@ -323,9 +329,11 @@ def serve(
                 ):
                     break
                 i = waiting.popleft()
+                prefill_start = time.perf_counter()
                 logits = cache.prefill(i, r.prompt)
                 next_token[i] = logits.argmax()
-                r.output = [int(next_token[i])]
+                r.output = [int(next_token[i])]  # int() waits for the device
+                prefill_seconds += time.perf_counter() - prefill_start
                 running.append(i)
         if not running:
             raise RuntimeError("no request fits the cache: give it more blocks")
@@ -335,7 +343,7 @@ def serve(
         if active:
             tokens = torch.stack([next_token[i] for i in active])
             logits = cache.decode(active, tokens)
-            steps += 1
+            steps, rows = steps + 1, rows + len(active)
             for i, row in zip(active, logits, strict=True):
                 next_token[i] = row.argmax()
                 if len(requests[i].output) < requests[i].max_new_tokens:
@@ -356,6 +364,8 @@ def serve(
         latencies=[r.finished_at for r in requests],
         steps=steps,
         peak_blocks=peak,
+        prefill_seconds=prefill_seconds,
+        rows=rows,
     )
 
 

@@ -24,6 +24,7 @@ number once did), and nothing else would notice that the text no longer describe
 
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
@@ -218,6 +219,19 @@ def test_attention_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: 
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_attention_page_adds_up_the_printed_shares(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/attention")
+    line = re.search(r"^MATH: (.*)$", outputs, re.M)
+    assert line, outputs
+    printed = dict((op, int(share)) for op, share in re.findall(r"(\w+) (\d+)%", line.group(1)))
+    # "Those three operators took S% of its time here (their printed shares added up)"
+    words = {"en": "Those three operators took", "zh": "这三个算子在这里占了它"}
+    share = paragraph_quoting(desktop_tab, words, lang)[0]
+    expected = sum(printed.get(op, 0) for op in ("isneginf", "all", "where"))
+    assert number(share.removesuffix("%")) == expected, (lang, share, line.group(0))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_triton_page_solutions_hold_for_its_outputs(desktop_tab, site, lang: str) -> None:
     _, outputs = read(desktop_tab, site, f"{lang}/triton")
     # Exercise 1's solution: "P programs; they cover L lanes, so the last program masks M of
@@ -368,25 +382,61 @@ def test_small_gpt_says_how_many_of_its_words_are_the_training_texts(
     assert one_of(verdict, choices, chosen), (lang, verdict, counts.group(0))
 
 
+# The decoding page's sample: the prompt and the generated text, each as Python's repr.
+REPR = r"('(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\")"
+SAMPLE = re.compile(rf"^{REPR} -> {REPR}$", re.M)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_decoding_describes_its_sample(desktop_tab, site, lang: str) -> None:
+    _, outputs = read(desktop_tab, site, f"{lang}/decoding")
+    line = SAMPLE.search(outputs)
+    assert line, outputs
+    sample = ast.literal_eval(line.group(2))
+    kinds = len(set(sample))
+    # "The text it generated above is S% spaces and uses K." / "...空格占 S%，全文...K..."
+    words = {"en": "The text it generated above", "zh": "上面生成的文本中"}
+    spaces, phrase = paragraph_quoting(desktop_tab, words, lang)[:2]
+    assert spaces == f"{sample.count(' ') / len(sample):.0%}", (lang, spaces, line.group(2))
+    single = {"en": "a single character", "zh": "只用到一种字符"}[lang]
+    several = {"en": f"{kinds} different characters", "zh": f"{kinds} 种不同的字符"}[lang]
+    assert (single if kinds == 1 else several) in phrase, (lang, phrase, kinds)
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_paged_kv_cache_compares_the_times_per_step(desktop_tab, site, lang: str) -> None:
     _, outputs = read(desktop_tab, site, f"{lang}/paged-kv-cache")
-    runs = dict(
-        (policy, (int(steps), float(seconds)))
-        for policy, steps, seconds in re.findall(
-            r"^\s*(static|continuous): +(\d+) decode steps, +([\d.]+) s,", outputs, re.M
+    steps = dict(re.findall(r"^\s*(static|continuous): +(\d+) decode steps,", outputs, re.M))
+    runs = {
+        policy: values
+        for policy, *values in re.findall(
+            r"^\s*(static|continuous): ([\d.]+) ms a decode step without the prefills, "
+            r"([\d.]+) requests a step; \d+ prefills ([\d.]+) ms",
+            outputs,
+            re.M,
         )
-    )
-    assert set(runs) == {"static", "continuous"}, outputs
-    # "Divided by its decode steps, each run's time ... comes to S ms a step for static batching
-    # and C ms for continuous batching, whose steps decoded R requests on average, of at most
-    # B: ... A continuous step lasted WORD a static one here."
-    words = {"en": "Divided by its decode steps", "zh": "按解码步数平均"}
-    static_ms, continuous_ms, rows, most, word = paragraph_quoting(desktop_tab, words, lang)
-    for policy, quoted in (("static", static_ms), ("continuous", continuous_ms)):
-        steps, seconds = runs[policy]  # the seconds as printed, to 0.01 s
-        assert abs(number(quoted) - 1e3 * seconds / steps) <= 5 / steps + 0.005, (lang, policy)
-    assert 1 <= number(rows) <= number(most), (lang, rows, most)
+    }
+    assert set(steps) == set(runs) == {"static", "continuous"}, outputs
+    # "Without its prefills, each run's time divided by its decode steps comes to S ms a step
+    # for static batching, whose steps decoded RS requests, ..., and C ms for continuous
+    # batching, whose steps decoded RC requests on average, of at most B: ... A continuous step
+    # lasted WORD a static one here. The prefills, timed apart, would add PS ms to each static
+    # step and PC ms to each continuous one ..."
+    words = {"en": "Without its prefills", "zh": "不计预填充"}
+    quoted = paragraph_quoting(desktop_tab, words, lang)
+    assert len(quoted) == 8, (lang, quoted)
+    static_ms, static_rows, continuous_ms, continuous_rows, most, word, *prefills = quoted
+    for policy, ms, rows, prefill in (
+        ("static", static_ms, static_rows, prefills[0]),
+        ("continuous", continuous_ms, continuous_rows, prefills[1]),
+    ):
+        printed_ms, printed_rows, printed_prefills = runs[policy]
+        assert (ms, rows) == (printed_ms, printed_rows), (lang, policy, ms, rows)
+        # the prefills' ms per decode step, from their total printed to 0.1 ms
+        n = int(steps[policy])
+        expected = number(printed_prefills) / n
+        assert abs(number(prefill) - expected) <= 0.05 / n + 0.005, (lang, policy, prefill)
+    assert 1 <= number(continuous_rows) <= number(most), (lang, continuous_rows, most)
     choices = {
         "en": ("as long as", "longer than", "shorter than"),
         "zh": ("与静态批处理的一步一样长", "比静态批处理的一步更长", "比静态批处理的一步更短"),

@@ -112,6 +112,16 @@ def test_continuous_batching_admits_in_arrival_order_and_takes_fewer_steps():
     assert short == sorted(short)
 
 
+def test_serve_counts_the_requests_of_each_step_and_times_the_prefills():
+    lengths = [3, 12, 1, 7, 2, 9]
+    for policy, rows in (("static", 3 * 11 + 3 * 8), ("continuous", sum(lengths) - 6)):
+        # static pads every request of a batch to its longest; continuous decodes each request
+        # for all its tokens but the one of its prefill
+        stats = serve(PagedKVCache(tiny(), 64, 4), make_requests(lengths), 3, policy=policy)
+        assert stats.rows == rows, policy
+        assert 0 < stats.prefill_seconds < stats.seconds, policy
+
+
 def test_serve_refuses_requests_longer_than_the_cache():
     net = tiny()
     with pytest.raises(ValueError, match=r"requests\[1\] needs"):
