@@ -420,7 +420,7 @@ def test_paged_kv_cache_compares_the_times_per_step(desktop_tab, site, lang: str
     # "Without its prefills, each run's time divided by its decode steps comes to S ms a step
     # for static batching, whose steps decoded RS requests, ..., and C ms for continuous
     # batching, whose steps decoded RC requests on average, of at most B: ... A continuous step
-    # lasted WORD a static one here. The prefills, timed apart, would add PS ms to each static
+    # took WORD a static one here. The prefills, timed apart, would add PS ms to each static
     # step and PC ms to each continuous one ..."
     words = {"en": "Without its prefills", "zh": "不计预填充"}
     quoted = paragraph_quoting(desktop_tab, words, lang)
@@ -438,7 +438,7 @@ def test_paged_kv_cache_compares_the_times_per_step(desktop_tab, site, lang: str
         assert abs(number(prefill) - expected) <= 0.05 / n + 0.005, (lang, policy, prefill)
     assert 1 <= number(continuous_rows) <= number(most), (lang, continuous_rows, most)
     choices = {
-        "en": ("as long as", "longer than", "shorter than"),
+        "en": ("as long as", "longer than", "less time than"),
         "zh": ("与静态批处理的一步一样长", "比静态批处理的一步更长", "比静态批处理的一步更短"),
     }[lang]
     way = (number(continuous_ms) > number(static_ms)) - (number(continuous_ms) < number(static_ms))
