@@ -63,6 +63,7 @@ extensions += [
         "katex_math",  # math typeset by KaTeX while the site is built: no script in the page
         "image_alt",  # every image has an alt text; a plot gets its labels in the page's language
         "page_styles",  # myst-nb's and KaTeX's stylesheets only on the pages that use them
+        "search_entries",  # a rebuild's search still lists the glossary's terms first
     )
 ]
 exclude_patterns = ["_build", "jupyter_execute", ".ipynb_checkpoints"]

@@ -115,6 +115,24 @@ def test_a_changed_extension_reads_every_page_again(monkeypatch, tmp_path: Path)
     assert set(documents_read(changed.log)) == {"index", "page", "part/nested"}
 
 
+def test_a_rebuild_keeps_the_glossary_in_the_search_index(tmp_path: Path) -> None:
+    """A rebuild that writes some pages again still has the index entries of the others, a
+    glossary's terms among them (gpukit_site.ext.search_entries)."""
+    site = copy_fixture_site(tmp_path / "src")
+    terms = "---\norphan: true\n---\n\n# Terms\n\n```{glossary}\nbubble\n   Idle time.\n```\n"
+    (site / "en" / "terms.md").write_text(terms, "utf-8")
+    out = tmp_path / "out"
+    assert sphinx_build(site, "en", out).returncode == 0
+    page = site / "en" / "page.md"
+    page.write_text(page.read_text("utf-8") + "\nOne more sentence.\n", "utf-8")
+    again = sphinx_build(site, "en", out)
+    assert again.returncode == 0, again.log
+    assert documents_read(again.log) == ["page"]  # the terms page is not written again
+    index = (again.html / "searchindex.js").read_text(encoding="utf-8")
+    entries = json.loads(index[index.index("(") + 1 : index.rindex(")")])["indexentries"]
+    assert "bubble" in entries
+
+
 def test_gpu_guard_stops_a_build_on_a_machine_with_too_few_gpus(tmp_path: Path) -> None:
     # Under a folder named _build on purpose: the guard must still see the pages there.
     site = copy_fixture_site(tmp_path / "_build" / "src")
