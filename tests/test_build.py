@@ -131,6 +131,14 @@ def test_a_rebuild_keeps_the_glossary_in_the_search_index(tmp_path: Path) -> Non
     index = (again.html / "searchindex.js").read_text(encoding="utf-8")
     entries = json.loads(index[index.index("(") + 1 : index.rindex(")")])["indexentries"]
     assert "bubble" in entries
+    # A page removed takes its entries with it (kept, they name a page the index lacks).
+    (site / "en" / "terms.md").unlink()
+    gone = sphinx_build(site, "en", out)
+    assert gone.returncode == 0, gone.log
+    index = (gone.html / "searchindex.js").read_text(encoding="utf-8")
+    assert (
+        "bubble" not in json.loads(index[index.index("(") + 1 : index.rindex(")")])["indexentries"]
+    )
 
 
 def test_gpu_guard_stops_a_build_on_a_machine_with_too_few_gpus(tmp_path: Path) -> None:

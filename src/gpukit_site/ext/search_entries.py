@@ -19,6 +19,13 @@ def save_environment_again(app, exception) -> None:
             pickle.dump(app.env, f, pickle.HIGHEST_PROTOCOL)
 
 
+def forget_entries(app, env, docname: str) -> None:
+    """A page read again gets its entries when it is written; a removed page has none (Sphinx
+    never drops them itself: kept, they would name a page the index no longer has)."""
+    env._search_index_index_entries.pop(docname, None)
+
+
 def setup(app):
+    app.connect("env-purge-doc", forget_entries)
     app.connect("build-finished", save_environment_again)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
