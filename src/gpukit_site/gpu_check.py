@@ -243,9 +243,13 @@ facts = {"python": platform.python_version(), "executable": sys.executable}
 facts["c_compiler"] = shutil.which(os.environ.get("CC") or "gcc") or shutil.which("cc")
 facts["python_headers"] = os.path.isfile(sysconfig.get_paths()["include"] + "/Python.h")
 try:
+    import torch  # the GPUs first, from torch alone: the CUDA tests and the report rest on them
+    count = torch.cuda.device_count()
+    facts |= {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu_count": count,
+              "gpus": [torch.cuda.get_device_name(i) for i in range(count)]}
     from gpukit_site import recordings
-    provenance = recordings.collect_provenance(sys.argv[1])  # torch, GPUs, driver: the recording's
-    facts |= provenance | {"provenance": provenance, "gpu_count": len(provenance["gpus"])}
+    provenance = recordings.collect_provenance(sys.argv[1])  # driver, CPU, commit: the recording's
+    facts |= provenance | {"provenance": provenance}
     import gpukit
     facts["machine"] = gpukit.describe_machine()
     try:

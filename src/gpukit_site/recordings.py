@@ -89,7 +89,7 @@ def machine_kind(provenance: dict) -> str:
 def run_text(command: list[str]) -> str | None:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
-    except OSError:
+    except (OSError, subprocess.TimeoutExpired):  # missing, or hung (a stuck nvidia-smi)
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
 
