@@ -441,12 +441,19 @@ def test_gpu_execution_fusion_and_batch_verdicts_fit_their_rows(
     starts = {"en": "The FLOP of a step grow with the batch", "zh": "一个训练步的 FLOP 随批量增长"}[
         lang
     ]
-    fixed_small, fixed_large, *quoted_mfus, trend = glued(desktop_tab, starts)
+    fixed_small, fixed_large, *quoted_mfus, trend, again, way, section = glued(desktop_tab, starts)
     assert (fixed_small, fixed_large) == (rows[0][2], rows[2][2]), (fixed_small, fixed_large, rows)
     assert [int(q) for q in quoted_mfus] == mfus, (quoted_mfus, rows)
     grew = {"en": "it grew with the batch", "zh": "随批量增长"}[lang]
     if len(set(mfus)) == 3:  # rounded apart: the order of the printed MFUs is the cell's
         assert (trend == grew) == (mfus == sorted(mfus)), f"{lang}: MFUs {mfus}, yet {trend!r}"
+    # "The section's batch reached B% here, <above|the same as|below> the section's M% for the
+    # same step": M is the section's printed MFU, and the word follows the two numbers.
+    printed = re.search(r"per step, MFU (\d+)% of the measured peak", outputs)
+    assert printed, outputs
+    assert (int(again), section) == (mfus[1], printed.group(1)), (again, section, mfus)
+    words = {"en": ("the same as", "above", "below"), "zh": ("等于", "高于", "低于")}[lang]
+    assert way == words[(mfus[1] > int(section)) - (mfus[1] < int(section))], (lang, way, again)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
