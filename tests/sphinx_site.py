@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import runpy
@@ -36,6 +37,11 @@ class Build:
 
     def page(self, name: str) -> str:
         return (self.html / f"{name}.html").read_text(encoding="utf-8")
+
+    def search_index(self) -> dict:
+        """The search index Sphinx wrote (``searchindex.js``: JSON inside a function call)."""
+        index = (self.html / "searchindex.js").read_text(encoding="utf-8")
+        return json.loads(index[index.index("(") + 1 : index.rindex(")")])
 
     def reports_failure_of(self, page: str) -> bool:
         """Whether the log says that executing ``page`` (e.g. ``"page.md"``) failed.
