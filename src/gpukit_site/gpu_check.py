@@ -248,8 +248,7 @@ try:
     facts |= {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu_count": count,
               "gpus": [torch.cuda.get_device_name(i) for i in range(count)]}
     from gpukit_site import recordings
-    provenance = recordings.collect_provenance(sys.argv[1])  # driver, CPU, commit: the recording's
-    facts |= provenance | {"provenance": provenance}
+    facts["provenance"] = recordings.collect_provenance(sys.argv[1])  # driver, CPU, commit
     import gpukit
     facts["machine"] = gpukit.describe_machine()
     try:
@@ -551,7 +550,7 @@ def check(args: argparse.Namespace) -> int:
     gpus = int(facts.get("gpu_count") or 0)
     provenance = facts.pop("provenance", None)  # None: torch could not say (the report does)
     report: dict = {"profile": PROFILE, "jobs": args.jobs, "budget_s": args.budget}
-    report["machine"] = facts
+    report["machine"] = (provenance or {}) | facts  # the machine as a recording says it, and more
     report["install"] = json.loads(os.environ.pop("GPU_CHECK_INSTALL", "null")) or {
         "status": "skipped",
         "why": "this Python already has the check's packages",
