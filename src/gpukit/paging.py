@@ -272,6 +272,25 @@ class ServeStats:
         """Tokens generated per second of serving."""
         return self.tokens / self.seconds
 
+    @property
+    def decode_seconds_per_step(self) -> float:
+        """Seconds per decode step with the prefills left out: what one step of the batch
+        costs, however many steps a policy spread its prefills over."""
+        return (self.seconds - self.prefill_seconds) / self._decode_steps()
+
+    @property
+    def requests_per_step(self) -> float:
+        """Requests decoded per step, padding included: how full the batch ran."""
+        return self.rows / self._decode_steps()
+
+    def _decode_steps(self) -> int:
+        if self.steps == 0:
+            raise ValueError(
+                "no decode steps: every request ended with its prefill's token "
+                "(max_new_tokens=1), so there is no time or batch per step"
+            )
+        return self.steps
+
 
 def serve(
     cache: PagedKVCache,

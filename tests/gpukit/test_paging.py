@@ -120,6 +120,17 @@ def test_serve_counts_the_requests_of_each_step_and_times_the_prefills():
         stats = serve(PagedKVCache(tiny(), 64, 4), make_requests(lengths), 3, policy=policy)
         assert stats.rows == rows, policy
         assert 0 < stats.prefill_seconds < stats.seconds, policy
+        assert stats.requests_per_step == rows / stats.steps, policy
+        decode = (stats.seconds - stats.prefill_seconds) / stats.steps
+        assert stats.decode_seconds_per_step == decode, policy
+
+
+def test_serve_without_decode_steps_has_no_time_per_step():
+    stats = serve(PagedKVCache(tiny(), 64, 4), make_requests([1, 1]), max_batch=2)
+    assert stats.steps == 0 and stats.tokens == 2
+    for per_step in ("decode_seconds_per_step", "requests_per_step"):
+        with pytest.raises(ValueError, match="no decode steps"):
+            getattr(stats, per_step)
 
 
 def test_serve_refuses_requests_longer_than_the_cache():
