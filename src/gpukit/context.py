@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from gpukit._checks import check_choice, check_int, check_qkv, check_type
-from gpukit.parallel import rank_device
+from gpukit.parallel import rank_device, time_collective
 
 __all__ = [
     "causal_work",
@@ -267,33 +266,13 @@ def ring_attention_demo(rank: int, world_size: int, n_tokens: int) -> dict[str, 
 # --------------------------------------------------------------------------- the worker
 
 
-def _fastest_call(fn: Callable[[], Any], repeats: int, device: torch.device) -> tuple[Any, float]:
-    """``fn()`` once untimed, then ``repeats`` timed calls: the last result and the least
-    seconds. Every call starts after a barrier, so that a collective inside ``fn`` does not
-    time a wait for a rank that arrived late; on a GPU the clock reads after a synchronize."""
-
-    def synchronize() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    out = fn()  # warm-up
-    best = math.inf
-    for _ in range(repeats):
-        synchronize()
-        dist.barrier()  # every rank starts together, as in the ring's timing
-        start = time.perf_counter()
-        out = fn()
-        synchronize()
-        best = min(best, time.perf_counter() - start)
-    return out, best
-
-
 def _torch_context_parallel(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, world_size: int, repeats: int
 ) -> dict[str, Any]:
     """PyTorch's ``context_parallel`` on the whole causal attention: which positions this rank
     got, its part of the output, and the least seconds of ``repeats`` calls after a warm-up,
-    timed as the ring is (see :func:`_fastest_call`). Raises on a CPU (see the page)."""
+    each started together on every rank, as the ring's are
+    (:func:`~gpukit.parallel.time_collective`). Raises on a CPU (see the page)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.experimental import context_parallel
 
@@ -303,13 +282,12 @@ def _torch_context_parallel(
     positions = torch.arange(q.shape[2], device=q.device).unsqueeze(0)
     q, k, v = (t.clone() for t in (q, k, v))  # context_parallel shards its buffers in place
     with context_parallel(mesh, buffers=[q, k, v, positions], buffer_seq_dims=[2, 2, 2, 1]):
-        out, seconds = _fastest_call(
+        out, seconds = time_collective(
             lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
             repeats,
-            q.device,
         )
         mine = positions[0].cpu()
-    return {"positions": mine, "out": out.cpu(), "seconds": seconds}
+    return {"positions": mine, "out": out.cpu(), "seconds": min(seconds)}
 
 
 def context_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any]:

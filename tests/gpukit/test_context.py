@@ -3,15 +3,11 @@ in gloo processes matched to one process's attention at 2, 4 and 8 ranks (3 refu
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 from gpukit.context import (
-    _fastest_call,
     causal_work,
     context_parallel_ranks,
     context_parallel_worker,
@@ -99,40 +95,3 @@ def test_the_worker_at_world_size(world_size):
     tiles = {layout: [rank[layout]["tiles"] for rank in per_rank] for layout in config["layouts"]}
     assert tiles["contiguous"] == [4 * r + 3 for r in range(world_size)]  # 3, 7, ..., 31
     assert tiles["zigzag"] == [2 * world_size + 1] * world_size
-
-
-def fastest_call_cases(rank: int, world_size: int) -> list[tuple[int, float]]:
-    """``_fastest_call`` on an all-reduce in a gloo group, twice: (calls made, seconds)."""
-
-    def case(repeats: int, sleeps: dict[int, float]) -> tuple[int, float]:
-        calls = []
-
-        def reduce() -> torch.Tensor:
-            x = torch.ones(1)
-            dist.all_reduce(x)
-            time.sleep(sleeps.get(len(calls), 0.0))  # after the reduce: late for the next one
-            calls.append(x)
-            return x
-
-        out, seconds = _fastest_call(reduce, repeats, torch.device("cpu"))
-        assert out is calls[-1] and out.item() == world_size
-        return len(calls), seconds
-
-    # Rank 1 comes late to the only timed call (it sleeps after its warm-up): without a
-    # barrier, rank 0 would time the wait inside the all-reduce.
-    late = case(1, {0: 0.5} if rank == 1 else {})
-    # The first and the last of three timed calls are slow on every rank: the least of them
-    # leaves them out.
-    slow = case(3, {1: 0.3, 3: 0.3})
-    return [late, slow]
-
-
-def test_torch_context_parallel_timing_starts_together_and_keeps_the_fastest():
-    # PyTorch's context_parallel refuses causal attention on a CPU (see the page), so its
-    # timing is checked on an all-reduce, with the same structure: a warm-up, then each call
-    # after a barrier, the least kept.
-    for (calls_late, seconds_late), (calls_slow, seconds_slow) in launch(
-        fastest_call_cases, 2, backend="gloo", run_timeout_s=300
-    ):
-        assert (calls_late, calls_slow) == (2, 4)  # one untimed call, then the repeats
-        assert seconds_late < 0.25 and seconds_slow < 0.25
