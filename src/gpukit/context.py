@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from gpukit._checks import check_choice, check_int, check_qkv, check_type
-from gpukit.parallel import rank_device
+from gpukit.parallel import rank_device, time_collective
 
 __all__ = [
     "causal_work",
@@ -267,10 +267,12 @@ def ring_attention_demo(rank: int, world_size: int, n_tokens: int) -> dict[str, 
 
 
 def _torch_context_parallel(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, world_size: int
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, world_size: int, repeats: int
 ) -> dict[str, Any]:
     """PyTorch's ``context_parallel`` on the whole causal attention: which positions this rank
-    got, its part of the output, and the time of one call. Raises on a CPU (see the page)."""
+    got, its part of the output, and the least seconds of ``repeats`` calls after a warm-up,
+    each started together on every rank, as the ring's are
+    (:func:`~gpukit.parallel.time_collective`). Raises on a CPU (see the page)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.experimental import context_parallel
 
@@ -280,16 +282,12 @@ def _torch_context_parallel(
     positions = torch.arange(q.shape[2], device=q.device).unsqueeze(0)
     q, k, v = (t.clone() for t in (q, k, v))  # context_parallel shards its buffers in place
     with context_parallel(mesh, buffers=[q, k, v, positions], buffer_seq_dims=[2, 2, 2, 1]):
-        torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # warm-up
-        if q.is_cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        if q.is_cuda:
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
+        out, seconds = time_collective(
+            lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+            repeats,
+        )
         mine = positions[0].cpu()
-    return {"positions": mine, "out": out.cpu(), "seconds": seconds}
+    return {"positions": mine, "out": out.cpu(), "seconds": min(seconds)}
 
 
 def context_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) -> dict[str, Any]:
@@ -302,9 +300,10 @@ def context_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) 
     ``config["repeats"]`` is the number of timed calls per layout, after one warm-up. Returns
     per layout this rank's ``positions``, ``out`` (its part of the output, on the CPU),
     ``tiles``, and the least ``compute_seconds`` and ``seconds`` (a whole call) of the calls;
-    under ``"torch"``, PyTorch's result or, on a CPU where it fails, its error message. Runs
-    under NCCL (one GPU per rank, bf16) or gloo (CPU processes, fp32). ``2 * world_size`` must
-    divide ``n_tokens``; the error names the sizes that do, before any collective.
+    under ``"torch"``, PyTorch's result (``seconds`` the least of as many calls, also each after
+    a barrier and a warm-up) or, on a CPU where it fails, its error message. Runs under NCCL
+    (one GPU per rank, bf16) or gloo (CPU processes, fp32). ``2 * world_size`` must divide
+    ``n_tokens``; the error names the sizes that do, before any collective.
     """
     check_type(config, "config", dict, "a dict")
     missing = [key for key in ("qkv", "repeats", "layouts") if key not in config]
@@ -331,7 +330,8 @@ def context_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) 
     runs: dict[str, list[tuple[float, dict[str, Any]]]] = {layout: [] for layout in layouts}
     outs = {}
     # The layouts take turns, so that a busy machine slows them alike; the first round warms up.
-    for _ in range(check_int(config["repeats"], 'config["repeats"]') + 1):
+    repeats = check_int(config["repeats"], 'config["repeats"]')
+    for _ in range(repeats + 1):
         for layout in layouts:
             stats: dict[str, Any] = {}
             dist.barrier()  # every rank starts together: the ring waits for the slowest
@@ -350,7 +350,7 @@ def context_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) 
         }
     if config.get("torch"):
         try:
-            result["torch"] = _torch_context_parallel(q, k, v, world_size)
+            result["torch"] = _torch_context_parallel(q, k, v, world_size, repeats)
         except Exception as err:
             if device.type == "cuda":
                 raise  # on GPUs it must work: a failure there is a bug to see

@@ -43,6 +43,7 @@ __all__ = [
     "ring_allreduce_sweep",
     "split_batch",
     "threads_per_rank",
+    "time_collective",
 ]
 
 
@@ -462,6 +463,27 @@ def ring_allreduce(tensor: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         tensor.copy_(flat.reshape(tensor.shape))
     return tensor
+
+
+def time_collective(fn: Callable[[], Any], repeats: int) -> tuple[Any, list[float]]:
+    """Call ``fn``, which runs collectives, once untimed, then ``repeats`` times, each call
+    started together on every rank; return its last result and each timed call's seconds.
+
+    A collective waits for its slowest rank, so a rank that started early would time that
+    wait: a barrier lines the ranks up before each call, and :class:`~gpukit.timing.Timer`
+    reads the clock after the GPU has finished. Call it on every rank of the process group.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function to call, got {type(fn).__name__}")
+    check_int(repeats, "repeats")
+    out = fn()  # warm-up: NCCL connects, kernels load, on first use
+    timer = Timer()
+    for _ in range(repeats):
+        dist.barrier()
+        timer.start()
+        out = fn()
+        timer.stop()
+    return out, timer.times
 
 
 def ring_allreduce_demo(

@@ -209,6 +209,8 @@ CASES = [
     ("launch", (noop, 0), {}, ValueError, "world_size"),
     ("launch", (noop, 1), {"backend": "mpi"}, ValueError, "backend"),
     ("launch", (noop, 1), {"timeout_s": 0}, ValueError, "timeout_s"),
+    ("time_collective", ("fn", 1), {}, TypeError, "fn"),
+    ("time_collective", (noop, 0), {}, ValueError, "repeats"),
     ("ring_allreduce", ([1.0],), {}, TypeError, "tensor"),
     ("ring_allreduce_demo", (0, 1), {"numel": 0}, ValueError, "numel"),
     ("ring_allreduce_sweep", (0, 1, 1000), {}, TypeError, "sizes"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -20,6 +22,7 @@ from gpukit.parallel import (
     ring_allreduce_demo,
     ring_allreduce_sweep,
     split_batch,
+    time_collective,
 )
 from gpukit.training import sgd
 
@@ -408,3 +411,35 @@ def test_ring_allreduce_sweep_bad_sizes(sizes, error, match):
 def test_ring_allreduce_demo_bad_arguments(args, kwargs, error, match):
     with pytest.raises(error, match=match):
         ring_allreduce_demo(*args, **kwargs)
+
+
+def time_collective_cases(rank: int, world_size: int) -> list[tuple[int, list[float]]]:
+    """``time_collective`` on an all-reduce in a gloo group, twice: (calls made, seconds)."""
+
+    def case(repeats: int, sleeps: dict[int, float]) -> tuple[int, list[float]]:
+        calls = []
+
+        def reduce() -> torch.Tensor:
+            x = torch.ones(1)
+            dist.all_reduce(x)
+            time.sleep(sleeps.get(len(calls), 0.0))  # after the reduce: late for the next one
+            calls.append(x)
+            return x
+
+        out, seconds = time_collective(reduce, repeats)
+        assert out is calls[-1] and out.item() == world_size
+        return len(calls), seconds
+
+    # Rank 1 comes late to the only timed call (it sleeps after its warm-up): without the
+    # barrier, rank 0 would time the wait inside the all-reduce.
+    late = case(1, {0: 0.5} if rank == 1 else {})
+    # The first and the last of three timed calls are slow on every rank: each call's own time.
+    slow = case(3, {1: 0.3, 3: 0.3})
+    return [late, slow]
+
+
+def test_time_collective_starts_every_call_together():
+    for (calls_late, late), (calls_slow, slow) in launch(time_collective_cases, 2, backend="gloo"):
+        assert (calls_late, calls_slow) == (2, 4)  # one untimed call, then the repeats
+        assert len(late) == 1 and late[0] < 0.25, late
+        assert len(slow) == 3 and slow[0] > 0.25 and slow[1] < 0.25 and slow[2] > 0.25, slow
