@@ -535,14 +535,14 @@ def test_export_compile_share_and_load_are_measured(desktop_tab, site, lang: str
 
 
 # fast-training: which way D2L's loop went against train_ch6, as the glued clause says it: on a
-# GPU "no faster" (the lesson); "faster than the baseline's mean, which the first epoch ...
+# GPU "no faster" (the lesson); "faster than the baseline's mean, which its first epoch ...
 # raises" where that epoch was clearly slower; else "slower/faster than the baseline by X s"
 # (X ms under 0.1 s: once "faster by 0.00 s") with, on a CPU, what its reads of the metrics
 # cost, and the range of train_ch6's epochs.
 CLAUSES = {
     "en": {
         "no_faster": "no faster",
-        "first_epoch": "which the first epoch of this process",
+        "first_epoch": "which its first epoch",
         "gap": r"(slower|faster) than the baseline by (under )?([\d.]+) (s|ms)\b",
         "reads": r"reads of the metrics cost ([\d.]+) ms",
         "not_theirs": "the difference is not theirs",
@@ -551,7 +551,7 @@ CLAUSES = {
     },
     "zh": {
         "no_faster": "不比",
-        "first_epoch": "本进程的第一轮",
+        "first_epoch": "基线的第一轮",
         "gap": r"比基线(慢|快) ?(不到 )?([\d.]+) (秒|毫秒)",
         "reads": r"一共只花 ([\d.]+) 毫秒",
         "not_theirs": "差别不是读取造成的",
