@@ -535,14 +535,14 @@ def test_export_compile_share_and_load_are_measured(desktop_tab, site, lang: str
 
 
 # fast-training: which way D2L's loop went against train_ch6, as the glued clause says it: on a
-# GPU "no faster" (the lesson); "faster than the baseline's mean, which the first epoch ...
+# GPU "no faster" (the lesson); "faster than the baseline's mean, which its first epoch ...
 # raises" where that epoch was clearly slower; else "slower/faster than the baseline by X s"
 # (X ms under 0.1 s: once "faster by 0.00 s") with, on a CPU, what its reads of the metrics
 # cost, and the range of train_ch6's epochs.
 CLAUSES = {
     "en": {
         "no_faster": "no faster",
-        "first_epoch": "which the first epoch of this process",
+        "first_epoch": "which its first epoch",
         "gap": r"(slower|faster) than the baseline by (under )?([\d.]+) (s|ms)\b",
         "reads": r"reads of the metrics cost ([\d.]+) ms",
         "not_theirs": "the difference is not theirs",
@@ -551,7 +551,7 @@ CLAUSES = {
     },
     "zh": {
         "no_faster": "不比",
-        "first_epoch": "本进程的第一轮",
+        "first_epoch": "基线的第一轮",
         "gap": r"比基线(慢|快) ?(不到 )?([\d.]+) (秒|毫秒)",
         "reads": r"一共只花 ([\d.]+) 毫秒",
         "not_theirs": "差别不是读取造成的",
@@ -632,14 +632,42 @@ def test_fast_training_recipe_against_its_row(desktop_tab, site, lang: str) -> N
 
 # fast-training: the word after the autocast and larger-batch ratios says which way each went
 # (the larger batch once ran at 0.53 times the speed beside a sentence that implied a gain).
+# The ratios compare images per second, since the rows' epochs train different numbers of
+# images (from the data on the device on, an epoch leaves out its last partial minibatch).
 STEP_WORDS = {"en": ("faster", "slower"), "zh": ("更快", "更慢")}
+STEP_ROW = re.compile(rf"^(.{{44}})\s*{SECONDS}\s+([\d,]+)\s+(?:([\d.]+)x)?\s+[\d.]+$", re.M)
+
+
+def speed_ratio_fits(quoted: str, row: tuple[float, int], base: tuple[float, int]) -> bool:
+    """``quoted`` can be row's images per second over base's, the times printed to 0.1 ms."""
+    (seconds, images), (base_seconds, base_images) = row, base
+    half, slack = 0.00005, 0.5 * 10 ** -len(quoted.split(".")[1])
+    low = images / base_images * (base_seconds - half) / (seconds + half)
+    high = images / base_images * (base_seconds + half) / (seconds - half)
+    return low - slack <= float(quoted) <= high + slack
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_fast_training_says_which_way_each_step_went(desktop_tab, site, lang: str) -> None:
-    read(desktop_tab, site, f"{lang}/fast-training")
+    _, outputs = read(desktop_tab, site, f"{lang}/fast-training")
     starts = {"en": "On this build the fastest kept", "zh": "保留下来的最快配置"}[lang]
     values = glued(desktop_tab, starts)
+    # The table: loop, metrics, data, layout, low, batch, compile (and graphs on a GPU)
+    rows = [
+        (what, float(seconds), int(images.replace(",", "")), ratio)
+        for what, seconds, images, ratio in STEP_ROW.findall(outputs)
+    ]
+    assert len(rows) >= 7, outputs
+    kept = [(seconds, images) for what, seconds, images, _ in rows if "not kept" not in what]
+    last_kept = (rows[0][1], rows[0][2])
+    for what, seconds, images, ratio in rows[1:]:
+        assert speed_ratio_fits(ratio, (seconds, images), last_kept), (what, ratio, last_kept)
+        if "not kept" not in what:
+            last_kept = (seconds, images)
+    # The glued ratios are the printed ones; the fastest kept row against D2L's loop
+    assert [values[i] for i in (1, 2, 3, 4, 6, 8)] == [row[3] for row in rows[1:7]], values
+    loop, best = (rows[0][1], rows[0][2]), values[0]
+    assert any(speed_ratio_fits(best, row, loop) for row in kept), (best, kept)
     faster, slower = STEP_WORDS[lang]
     low, low_word, batch, batch_word = values[4:8]
     for ratio, word in ((low, low_word), (batch, batch_word)):

@@ -105,6 +105,19 @@ def test_compile_warms_up_without_changing_the_weights(monkeypatch):
     assert _numbers(warmed) == pytest.approx(_numbers(plain), rel=1e-5)
 
 
+@pytest.mark.parametrize(("compile", "untimed"), [(False, 1), ("reduce-overhead", 3)])
+def test_every_run_takes_untimed_steps_before_its_first_epoch(monkeypatch, compile, untimed):
+    # Without them, an uncompiled run pays its first step's one-time costs in its first epoch
+    # while a compiled one does not, and "reduce-overhead" records its CUDA graphs in it.
+    monkeypatch.setattr(torch, "compile", lambda model, mode=None, dynamic=None: model)
+    net, calls = lenet(), []
+    net.register_forward_hook(lambda module, inputs, output: calls.append(module.training))
+    result = _run(net, **{**D2L_LOOP, "compile": compile})
+    steps = result.epochs * len(_toy_batches())
+    assert calls.count(True) == steps + untimed
+    assert calls[:untimed] == [True] * untimed  # before the first epoch's first step
+
+
 def test_auto_precision_names_a_precision():
     assert auto_precision("cpu") in ("bf16", "fp32")
     if torch.cuda.is_available():
