@@ -594,14 +594,19 @@ def test_from_scratch_exercise_4_says_whether_the_accuracies_agree(
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_concise_exercise_4_quotes_the_slower_devices_share(desktop_tab, site, lang: str) -> None:
+    # "On this build the slower of the two, device 1 (cpu), would take N% of each minibatch":
+    # once both devices printed as "cpu", and the prose named "the slower device, cpu".
     _, outputs = read(desktop_tab, site, f"{lang}/{PAGE}")
     rates = [
         (device, number(rate))
         for device, rate in re.findall(
-            r"^(\S+): one step on \d+ examples in .*?, ([\d,.]+) examples/sec$", outputs, re.M
+            r"^(device \d \(\S+\)): one step on \d+ examples in .*?, ([\d,.]+) examples/sec$",
+            outputs,
+            re.M,
         )
     ]
     assert len(rates) == 2, outputs
+    assert [device.split()[1] for device, _ in rates] == ["0", "1"], rates
     slow, slow_rate = min(rates, key=lambda pair: pair[1])
     share = 100 * slow_rate / sum(rate for _, rate in rates)
     quoted = quoting(desktop_tab, [slow, ""], read_here={1})

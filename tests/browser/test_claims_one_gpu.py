@@ -410,6 +410,40 @@ def test_memory_half_batch_solution_quotes_its_peaks(desktop_tab, site, lang: st
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_memory_mixed_precision_verdict_fits_its_flags_and_times(
+    desktop_tab, site, lang: str
+) -> None:
+    # "... and mixed precision X%. This device has [no] native bf16 instructions (...), and/yet
+    # the mixed-precision step was faster/slower ...": once the page blamed a slow bf16 step on
+    # missing bf16 instructions alone, on a CPU that printed avx512_bf16 True elsewhere.
+    _, outputs = read(desktop_tab, site, f"{lang}/memory")
+    flags = re.search(
+        r"^(?:native bf16: (True|False)|bf16 instructions: avx512_bf16 (True|False), "
+        r"amx_bf16 (True|False))$",
+        outputs,
+        re.M,
+    )
+    assert flags, outputs
+    native = "True" in flags.groups()
+    plain, mixed = (
+        float(re.search(rf"^ *{re.escape(name)}: peak .*, {SECONDS}$", outputs, re.M)[1])
+        for name in ("plain step", "mixed precision (bf16)")
+    )
+    starts = {"en": "The times show what each saving costs", "zh": "用时说明了每种节省的代价"}[lang]
+    quoted = glued(desktop_tab, starts)
+    assert close(quoted[2], 100 * mixed / plain, 0), (quoted, plain, mixed)
+    verdict = quoted[3]
+    has = {
+        "en": ("This device has native", "This device has no native"),
+        "zh": ("这台设备支持原生", "这台设备不支持原生"),
+    }[lang]
+    assert verdict.startswith(has[0] if native else has[1]), (lang, verdict, flags[0])
+    if abs(mixed - plain) > 0.0001:  # the cell compares unrounded times, printed to 4 places
+        way = {"en": ("faster than", "slower than"), "zh": ("更快", "更慢")}[lang]
+        assert way[0 if mixed < plain else 1] in verdict, (lang, verdict, plain, mixed)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_gpu_execution_fusion_and_batch_verdicts_fit_their_rows(
     desktop_tab, site, lang: str
 ) -> None:
