@@ -467,6 +467,39 @@ def test_expert_parallelism_says_which_way_training_moved_the_load(
     assert one_of(quoted[3], words[lang], way), (lang, quoted[3], trained, untrained)
 
 
+# The pipeline's GPipe rows: m, the weight difference, the bubble and rank 0's idle share
+PIPELINE_ROW = r"^gpipe +(\d+) +[\d.e+-]+ +[\d.]+ +([\d.]+)$"
+PIPELINE_IDLE_WORDS = {  # fell, did not change, rose
+    "en": ("fell", "did not change", "rose"),
+    "zh": ("降低了", "没有变化", "反而升高了"),
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_pipeline_says_whether_more_microbatches_lowered_the_idle_share(
+    desktop_tab, site, lang: str
+) -> None:
+    # "With more microbatches, rank 0's measured idle share [rose] on this build: it was idle
+    # 0.42 and 0.44 of its steps". Once the page said that even 8 microbatches "take far longer
+    # to compute than to send" beside a table where the idle share rose from 2 to 8.
+    _, outputs = read(desktop_tab, site, f"{lang}/tensor-pipeline-parallelism")
+    rows = sorted((int(m), float(idle)) for m, idle in re.findall(PIPELINE_ROW, outputs, re.M))
+    assert len(rows) == 2, outputs
+    (_, few), (_, many) = rows
+    starts = {"en": "With more microbatches", "zh": "微批量增多后"}
+    verdict, idle_few, idle_many = paragraph_quoting(desktop_tab, starts, lang)[:3]
+    if lang == "zh":  # whole percents of the same shares
+        quoted = [number(q.rstrip("%")) / 100 for q in (idle_few, idle_many)]
+        assert all(abs(q - t) < 0.01 for q, t in zip(quoted, (few, many), strict=True)), (
+            quoted,
+            rows,
+        )
+    else:
+        assert [idle_few, idle_many] == [f"{few:.2f}", f"{many:.2f}"], (idle_few, idle_many, rows)
+    way = (many > few) - (many < few)  # as the table prints them
+    assert one_of(verdict, PIPELINE_IDLE_WORDS[lang], way + 1), (lang, verdict, rows)
+
+
 # The overlap page's table: a run's step, computing and collectives in ms, and the hidden share
 OVERLAP_ROW = r"^{} +[\d.]+ms +[\d.]+ms +([\d.]+)ms +(\d+)%$"
 PREFETCH_SOURCE = {  # about equally, mostly shorter collectives, mostly more hidden
