@@ -567,6 +567,58 @@ def test_overlap_quotes_the_ratios_of_its_table(desktop_tab, site, lang: str) ->
     assert [quoted[i] for i in (0, 1, 2, 4, 5, 6)] == expected, (lang, quoted, rows)
 
 
+# A run's row as printed: step, computing and collectives in ms, and the hidden share
+OVERLAP_ALL = r"^{} +([\d.]+)ms +([\d.]+)ms +([\d.]+)ms +(\d+)%$"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_overlap_compares_the_computing_and_the_exposed_collectives(
+    desktop_tab, site, lang: str
+) -> None:
+    # "rank 0 computed for C ms without prefetching and C ms with it, R times as long for the
+    # same work. The collective time left outside the computing ... came to E ms and E ms: less
+    # collective time outside the computing accounts for S% of the D ms by which the step
+    # shortened". Once the page set prefetching's step ratio (0.71) beside a computing column
+    # that fell from 153.80 to 99.61 ms, with nothing saying that the collectives left outside
+    # the computing fell by only about 5 of the 81 ms.
+    _, outputs = read(desktop_tab, site, f"{lang}/overlap")
+    (step, compute, comm, hidden), (step_p, compute_p, comm_p, hidden_p) = (
+        re.search(OVERLAP_ALL.format(re.escape(name)), outputs, re.M).groups()
+        for name in ("fsdp", "fsdp, prefetch")
+    )
+    starts = {"en": "Each run is profiled for one step", "zh": "每种运行只剖析一步"}
+    quoted = paragraph_quoting(desktop_tab, starts, lang)
+    assert quoted[:3] == [compute, compute_p, f"{float(compute_p) / float(compute):.2f}"], (
+        lang,
+        quoted,
+        compute,
+        compute_p,
+    )
+    # collectives x (1 - hidden), the hidden share printed in whole percents
+    exposed, exposed_p = (
+        float(c) * (1 - float(h) / 100) for c, h in ((comm, hidden), (comm_p, hidden_p))
+    )
+    slack = 0.005 * max(float(comm), float(comm_p)) + 0.06
+    assert abs(number(quoted[3]) - exposed) <= slack, (quoted[3], exposed)
+    assert abs(number(quoted[4]) - exposed_p) <= slack, (quoted[4], exposed_p)
+    verdict = quoted[5]
+    saved = float(step) - float(step_p)
+    if saved <= 0:
+        assert {"en": "did not shorten", "zh": "并没有缩短"}[lang] in verdict, verdict
+        return
+    assert f"{saved:.2f} ms" in verdict, (saved, verdict)
+    exposed_saved = exposed - exposed_p
+    share = re.search(r"(\d+)%", verdict)
+    if exposed_saved > 2 * slack and exposed_saved < saved - 2 * slack:  # a clear share
+        assert share, verdict
+        assert abs(int(share.group(1)) / 100 - exposed_saved / saved) <= 2 * slack / saved + 0.01
+        mostly_elsewhere = {"en": "lies elsewhere", "zh": "大半不在集合通信上"}[lang]
+        if exposed_saved / saved < 0.4:
+            assert mostly_elsewhere in verdict, verdict
+        elif exposed_saved / saved > 0.6:
+            assert mostly_elsewhere not in verdict, verdict
+
+
 ZIGZAG_WORDS = {  # shortened, only just shortened, did not shorten
     "en": ("shortened", "only just shortened", "did not shorten"),
     "zh": ("缩短了", "只略微缩短了", "没有缩短"),
