@@ -467,6 +467,39 @@ def test_expert_parallelism_says_which_way_training_moved_the_load(
     assert one_of(quoted[3], words[lang], way), (lang, quoted[3], trained, untrained)
 
 
+# The pipeline's GPipe rows: m, the weight difference, the bubble and rank 0's idle share
+PIPELINE_ROW = r"^gpipe +(\d+) +[\d.e+-]+ +[\d.]+ +([\d.]+)$"
+PIPELINE_IDLE_WORDS = {  # fell, did not change, rose
+    "en": ("fell", "did not change", "rose"),
+    "zh": ("降低了", "没有变化", "反而升高了"),
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_pipeline_says_whether_more_microbatches_lowered_the_idle_share(
+    desktop_tab, site, lang: str
+) -> None:
+    # "With more microbatches, rank 0's measured idle share [rose] on this build: it was idle
+    # 0.42 and 0.44 of its steps". Once the page said that even 8 microbatches "take far longer
+    # to compute than to send" beside a table where the idle share rose from 2 to 8.
+    _, outputs = read(desktop_tab, site, f"{lang}/tensor-pipeline-parallelism")
+    rows = sorted((int(m), float(idle)) for m, idle in re.findall(PIPELINE_ROW, outputs, re.M))
+    assert len(rows) == 2, outputs
+    (_, few), (_, many) = rows
+    starts = {"en": "With more microbatches", "zh": "微批量增多后"}
+    verdict, idle_few, idle_many = paragraph_quoting(desktop_tab, starts, lang)[:3]
+    if lang == "zh":  # whole percents of the same shares
+        quoted = [number(q.rstrip("%")) / 100 for q in (idle_few, idle_many)]
+        assert all(abs(q - t) < 0.01 for q, t in zip(quoted, (few, many), strict=True)), (
+            quoted,
+            rows,
+        )
+    else:
+        assert [idle_few, idle_many] == [f"{few:.2f}", f"{many:.2f}"], (idle_few, idle_many, rows)
+    way = (many > few) - (many < few)  # as the table prints them
+    assert one_of(verdict, PIPELINE_IDLE_WORDS[lang], way + 1), (lang, verdict, rows)
+
+
 # The overlap page's table: a run's step, computing and collectives in ms, and the hidden share
 OVERLAP_ROW = r"^{} +[\d.]+ms +[\d.]+ms +([\d.]+)ms +(\d+)%$"
 PREFETCH_SOURCE = {  # about equally, mostly shorter collectives, mostly more hidden
@@ -532,6 +565,58 @@ def test_overlap_quotes_the_ratios_of_its_table(desktop_tab, site, lang: str) ->
         rows["fsdp"][2],
     ]
     assert [quoted[i] for i in (0, 1, 2, 4, 5, 6)] == expected, (lang, quoted, rows)
+
+
+# A run's row as printed: step, computing and collectives in ms, and the hidden share
+OVERLAP_ALL = r"^{} +([\d.]+)ms +([\d.]+)ms +([\d.]+)ms +(\d+)%$"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_overlap_compares_the_computing_and_the_exposed_collectives(
+    desktop_tab, site, lang: str
+) -> None:
+    # "rank 0 computed for C ms without prefetching and C ms with it, R times as long for the
+    # same work. The collective time left outside the computing ... came to E ms and E ms: less
+    # collective time outside the computing accounts for S% of the D ms by which the step
+    # shortened". Once the page set prefetching's step ratio (0.71) beside a computing column
+    # that fell from 153.80 to 99.61 ms, with nothing saying that the collectives left outside
+    # the computing fell by only about 5 of the 81 ms.
+    _, outputs = read(desktop_tab, site, f"{lang}/overlap")
+    (step, compute, comm, hidden), (step_p, compute_p, comm_p, hidden_p) = (
+        re.search(OVERLAP_ALL.format(re.escape(name)), outputs, re.M).groups()
+        for name in ("fsdp", "fsdp, prefetch")
+    )
+    starts = {"en": "Each run is profiled for one step", "zh": "每种运行只剖析一步"}
+    quoted = paragraph_quoting(desktop_tab, starts, lang)
+    assert quoted[:3] == [compute, compute_p, f"{float(compute_p) / float(compute):.2f}"], (
+        lang,
+        quoted,
+        compute,
+        compute_p,
+    )
+    # collectives x (1 - hidden), the hidden share printed in whole percents
+    exposed, exposed_p = (
+        float(c) * (1 - float(h) / 100) for c, h in ((comm, hidden), (comm_p, hidden_p))
+    )
+    slack = 0.005 * max(float(comm), float(comm_p)) + 0.06
+    assert abs(number(quoted[3]) - exposed) <= slack, (quoted[3], exposed)
+    assert abs(number(quoted[4]) - exposed_p) <= slack, (quoted[4], exposed_p)
+    verdict = quoted[5]
+    saved = float(step) - float(step_p)
+    if saved <= 0:
+        assert {"en": "did not shorten", "zh": "并没有缩短"}[lang] in verdict, verdict
+        return
+    assert f"{saved:.2f} ms" in verdict, (saved, verdict)
+    exposed_saved = exposed - exposed_p
+    share = re.search(r"(\d+)%", verdict)
+    if exposed_saved > 2 * slack and exposed_saved < saved - 2 * slack:  # a clear share
+        assert share, verdict
+        assert abs(int(share.group(1)) / 100 - exposed_saved / saved) <= 2 * slack / saved + 0.01
+        mostly_elsewhere = {"en": "lies elsewhere", "zh": "大半不在集合通信上"}[lang]
+        if exposed_saved / saved < 0.4:
+            assert mostly_elsewhere in verdict, verdict
+        elif exposed_saved / saved > 0.6:
+            assert mostly_elsewhere not in verdict, verdict
 
 
 ZIGZAG_WORDS = {  # shortened, only just shortened, did not shorten
