@@ -229,6 +229,13 @@ def test_attention_page_adds_up_the_printed_shares(desktop_tab, site, lang: str)
     share = paragraph_quoting(desktop_tab, words, lang)[0]
     expected = sum(printed.get(op, 0) for op in ("isneginf", "all", "where"))
     assert number(share.removesuffix("%")) == expected, (lang, share, line.group(0))
+    # "... in which MATH took R times as long as d2l.attention": the timed calls, as printed
+    ratio = paragraph_quoting(desktop_tab, words, lang)[1]
+    written, math = (
+        float(re.search(rf"^ +{name} +([\d.]+) sec", outputs, re.M).group(1))
+        for name in ("written out", "MATH")
+    )
+    assert ratio_fits(ratio, math, written, 0.00005), (lang, ratio, written, math)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

@@ -120,9 +120,14 @@ def test_gpu_execution_strided_copy_and_recipe_mfu(desktop_tab, site, lang: str)
     }
     assert set(useful) == {1, 2, 4, 8, 16, 32}, outputs
     starts = {"en": "With neighbours read together", "zh": "相邻元素一起读取时"}[lang]
-    ratio, past_32 = glued(desktop_tab, starts)
+    ratio, past_32, stride_2, verdict = glued(desktop_tab, starts)
     assert ratio_fits(ratio, useful[1], useful[16], 0.05), (ratio, useful)
     assert float(ratio) > 2, f"{lang}: contiguous only {ratio}x the useful rate of stride 16"
+    # Stride 2 against 1: half the elements, at the rates printed, and the verdict's direction
+    assert ratio_fits(stride_2, useful[1], 2 * useful[2], 0.1), (stride_2, useful)
+    longer = {"en": "more time", "zh": "字节更少，用时反而更长"}[lang]
+    if abs(float(stride_2) - 1) > 0.005:  # the cell compares the unrounded ratio with 1
+        assert verdict.startswith(longer) == (float(stride_2) > 1), (verdict, stride_2)
     # Stride 32 against 16: half the elements, at the rates printed
     assert ratio_fits(past_32, useful[16], 2 * useful[32], 0.1), (past_32, useful)
     # Exercise 5: the recipe's MFU, and "below"/"above" the perceptron's, from the outputs.
