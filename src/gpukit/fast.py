@@ -178,6 +178,10 @@ def _warm_up(
     buffers = [b.clone() for b in net.buffers()]  # batch norm's running averages
     timer = Timer()
     for _ in range(runs):
+        # No gradient to add into: under CUDA graphs the last run's gradients live in the
+        # graphs' memory, which the next run overwrites ("accessing tensor output of CUDAGraphs
+        # that has been overwritten", pytorch/pytorch#169545)
+        net.zero_grad(set_to_none=True)
         with torch.autocast(X.device.type, dtype, enabled=dtype is not None):
             loss = nn.functional.cross_entropy(model(X), y)
         loss.backward()

@@ -110,12 +110,20 @@ def test_every_run_takes_untimed_steps_before_its_first_epoch(monkeypatch, compi
     # Without them, an uncompiled run pays its first step's one-time costs in its first epoch
     # while a compiled one does not, and "reduce-overhead" records its CUDA graphs in it.
     monkeypatch.setattr(torch, "compile", lambda model, mode=None, dynamic=None: model)
-    net, calls = lenet(), []
-    net.register_forward_hook(lambda module, inputs, output: calls.append(module.training))
+    net, calls, fresh = lenet(), [], []
+
+    def seen(module, inputs, output):
+        calls.append(module.training)
+        fresh.append(all(p.grad is None for p in module.parameters()))
+
+    net.register_forward_hook(seen)
     result = _run(net, **{**D2L_LOOP, "compile": compile})
     steps = result.epochs * len(_toy_batches())
     assert calls.count(True) == steps + untimed
     assert calls[:untimed] == [True] * untimed  # before the first epoch's first step
+    # ... each with no gradient to add into: under CUDA graphs, adding into the last run's
+    # gradients reads memory that the graphs have overwritten
+    assert fresh[:untimed] == [True] * untimed
 
 
 def test_auto_precision_names_a_precision():
