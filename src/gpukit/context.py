@@ -26,6 +26,7 @@ import torch.distributed as dist
 
 from gpukit._checks import check_choice, check_int, check_qkv, check_type
 from gpukit.parallel import rank_device, time_collective
+from gpukit.timing import Timer
 
 __all__ = [
     "causal_work",
@@ -335,9 +336,9 @@ def context_parallel_worker(rank: int, world_size: int, config: dict[str, Any]) 
         for layout in layouts:
             stats: dict[str, Any] = {}
             dist.barrier()  # every rank starts together: the ring waits for the slowest
-            start = time.perf_counter()
+            timer = Timer()  # the wall clock, stopped after the GPU has finished
             outs[layout] = ring_attention(*local[layout], layout=layout, stats=stats)
-            runs[layout].append((time.perf_counter() - start, stats))
+            runs[layout].append((timer.stop(), stats))
     for layout in layouts:
         timed = runs[layout][1:]
         result[layout] = {
