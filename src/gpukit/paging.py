@@ -274,13 +274,14 @@ class ServeStats:
 
     @property
     def decode_seconds_per_step(self) -> float:
-        """Seconds per decode step with the prefills left out: what one step of the batch
-        costs, however many steps a policy spread its prefills over."""
+        """The seconds of a decode step with the prefills left out, which is what one step of
+        the batch costs, however many steps a policy spread its prefills over."""
         return (self.seconds - self.prefill_seconds) / self._decode_steps()
 
     @property
     def requests_per_step(self) -> float:
-        """Requests decoded per step, padding included: how full the batch ran."""
+        """The requests decoded per step, padding included, which says how full the batch
+        ran."""
         return self.rows / self._decode_steps()
 
     def _decode_steps(self) -> int:
