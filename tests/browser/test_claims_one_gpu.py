@@ -771,3 +771,30 @@ def test_compilers_quotes_its_graph_counts(desktop_tab, site, lang: str) -> None
     assert [count_in(marked), count_in(unmarked)] == [dynamic, so_far[-1]], (marked, unmarked)
     # "the first graph is already compiled for a symbolic length, which the later lengths reuse"
     assert dynamic == 1, f"{lang}: with the length marked dynamic, {dynamic} graphs"
+
+
+# speculative-decoding's table rows: draft_len, accepted, tokens/round, predicted, speed-up,
+# predicted speed-up, greedy same
+SPECULATIVE_ROW = r"^ +(\d+) +\d+% +[\d.]+ +[\d.]+ +([\d.]+) +[\d.]+ +(?:True|False)$"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_speculative_decoding_best_length_tops_the_printed_speed_ups(
+    desktop_tab, site, lang: str
+) -> None:
+    # "the best length, K (to two decimals, A and B ran as fast), ran S times as fast as the
+    # target alone": once three lengths printed 0.58 and the page called one of them the best
+    # with no word on the others.
+    _, outputs = read(desktop_tab, site, f"{lang}/speculative-decoding")
+    speedups = dict(re.findall(SPECULATIVE_ROW, outputs, re.M))
+    assert len(speedups) == 6, outputs
+    starts = {"en": "Whether that is faster depends on", "zh": "这是否更快取决于"}[lang]
+    values = glued(desktop_tab, starts)  # c, the best length, [its ties], its speed-up, ...
+    best, rest = values[1], [value for value in values[2:] if value]
+    ties = rest[0] if {"en": "two decimals", "zh": "两位小数"}[lang] in rest[0] else ""
+    quoted = rest[1] if ties else rest[0]
+    assert quoted == speedups[best], (quoted, best, speedups)
+    top = max(speedups.values(), key=float)
+    assert speedups[best] == top, (best, speedups)
+    tied = [k for k, speedup in speedups.items() if speedup == top and k != best]
+    assert re.findall(r"\d+", ties) == tied, (ties, speedups)
