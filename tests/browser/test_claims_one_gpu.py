@@ -569,7 +569,7 @@ def test_export_compile_share_and_load_are_measured(desktop_tab, site, lang: str
     assert ratio_fits(share, 100 * cxx, total, 0.00005), (share, compile_line[0])
     starts = {"en": "The fresh process writes", "zh": "全新进程写出的文本"}[lang]
     quoted_load, quoted_ratio = glued(desktop_tab, starts)[-2:]
-    assert quoted_load == f"{float(load):.2f}", (quoted_load, load)
+    assert quoted_load == load, (quoted_load, load)  # as printed, to the millisecond
     assert ratio_fits(quoted_ratio, total, float(load), 0.005), (quoted_ratio, total, load)
 
 
