@@ -1,21 +1,16 @@
 """The GPU check: in a few minutes, what works on this GPU, per page and per CUDA test.
 
-For a machine with a CUDA build of PyTorch and little else: often no network, and minutes, not
-the half hour of a full GPU build. It runs gpukit's CUDA-marked tests with
-``GPUKIT_REQUIRE_GPUS=1``, then every executed page of ``docs/en`` with the quick profile in the
-build's kernel environment (gpukit_site.kernel_env), with maintained tools: jupytext reads the
-pages as myst-nb does, pytest runs them as notebooks (nbmake), a few at a time (pytest-xdist),
-writing each result as it comes (pytest-reportlog). It writes ``report.json``, ``report.txt``
-and ``recording.json`` (gpukit_site.recordings, for ``nox -s record -- DIR``). Without a GPU it
-runs the same way, which is how CI tests it. MAINTAINERS.md ("A GPU check in ten minutes") says
-what the report holds, and the options::
+It runs gpukit's CUDA-marked tests, then every executed page of ``docs/en`` with the quick
+profile in the build's kernel environment, with maintained tools: jupytext reads the pages as
+myst-nb does, pytest runs them as notebooks (nbmake), a few at a time (pytest-xdist), writing
+each result as it comes (pytest-reportlog). It writes ``report.json``, ``report.txt`` and
+``recording.json`` (for ``nox -s record -- DIR``). MAINTAINERS.md ("A GPU check in ten
+minutes") says what the report holds and how to run it without a network::
 
     nox -s gpu-check -- prepare        # with a network: the offline folder (.gpu-check/offline)
     PYTHONPATH=src python3 -m gpukit_site.gpu_check run   # anywhere: installs from it, checks
 
-``run`` uses the Python that runs it and its torch, never installing torch; the ``gpu-check``
-dependency group, where that Python lacks it, is installed offline (:func:`install`). Until
-then only the standard library is used.
+Until the check's packages are installed, only the standard library is used.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ import argparse
 import collections
 import contextlib
 import gzip
+import importlib.metadata as metadata
 import json
 import math
 import os
@@ -120,12 +116,6 @@ def check_size(root: Path, folder: Path, limit: int = SIZE_LIMIT) -> int:
     return total
 
 
-def idx_count(path: Path) -> int:
-    """The number of records a gzipped IDX file's header announces."""
-    with gzip.open(path, "rb") as f:
-        return int.from_bytes(f.read(8)[4:8], "big")
-
-
 def write_subset(source: Path, target: Path, counts: dict[str, int] = SUBSET) -> None:
     """The first ``counts[split]`` records of each Fashion-MNIST file of ``source``, as valid
     gzipped IDX files in ``target``: same magic number, the header's first dimension made for
@@ -172,42 +162,22 @@ def prepare(folder: Path, pythons: Iterable[str]) -> dict:
 
 
 # -- Install (offline, on the GPU machine) --------------------------------------------------
-MISSING = """
-import importlib.metadata, sys
-for name in sys.argv[1:]:
-    if next(importlib.metadata.distributions(name=name), None) is None:
-        print(name)
-"""
-
-
-def missing(python: str | Path = sys.executable) -> list[str]:
-    """The packages of the gpu-check group that ``python`` lacks (all, if it cannot say)."""
+def missing() -> list[str]:
+    """The packages of the gpu-check group that this Python lacks."""
     names = [re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0] for req in requirements()]
-    done = subprocess.run(
-        [python, "-c", MISSING, *names], capture_output=True, text=True, check=False
-    )
-    return done.stdout.split() if done.returncode == 0 else names
+    return [name for name in names if next(metadata.distributions(name=name), None) is None]
 
 
 def install(offline: Path, target: Path) -> dict:
     """A virtual environment in ``target`` that sees this Python's packages (torch above all)
-    and adds the check's from the wheels in ``offline``, with ``pip --no-index``: what is there
-    is kept.
+    and adds the check's from the wheels in ``offline`` with ``pip --no-index``: what this
+    Python has is kept (MAINTAINERS.md says why not ``pip install --target``).
 
     ``venv --system-site-packages`` would see the base interpreter's packages only, not those of
     a virtual environment running this script, so a .pth file adds this Python's package
-    folders instead (``site.addsitedir`` also reads the .pth files found there). ``pip install
-    --target`` and PYTHONPATH would need no environment, but pip then installs every dependency
-    again, ahead of this Python's own (matplotlib's, the machine's Jupyter). A second run with
-    the same Python reuses the environment."""
+    folders instead (``site.addsitedir`` also reads the .pth files found there)."""
     started = time.monotonic()
     wheels = offline / "wheels"
-    python = target / "bin" / "python"
-    made_for = target / "gpu-check-outer-python"
-    report = {"from": str(wheels), "python": str(python), "installed": [], "log": ""}
-    made_here = made_for.is_file() and made_for.read_text(encoding="utf-8") == sys.executable
-    if made_here and not missing(python):
-        return report | {"status": "reused", "seconds": 0}
     pips = sorted(wheels.glob("pip-*.whl"))
     if not pips:
         raise SystemExit(f"no pip wheel in {wheels}: run `nox -s gpu-check -- prepare`")
@@ -217,18 +187,19 @@ def install(offline: Path, target: Path) -> dict:
     outer = [d for d in dict.fromkeys([*site.getsitepackages(), *user]) if Path(d).is_dir()]
     lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in outer)
     (Path(paths["purelib"]) / "gpu_check_outer.pth").write_text(lines, encoding="utf-8")
+    python = target / "bin" / "python"
     # pip runs from its wheel (a zip with __main__): the machine needs no pip of its own.
     command = [python, f"{pips[-1]}/pip", "install", "--no-index", "--find-links", str(wheels)]
     command += ["--disable-pip-version-check", "--no-warn-script-location", *requirements()]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        print(done.stdout + done.stderr, file=sys.stderr)
+        raise SystemExit(f"pip could not install from {wheels}: see above")
     installed = re.findall(r"Successfully installed (.*)", done.stdout)
-    if done.returncode == 0:
-        made_for.write_text(sys.executable, encoding="utf-8")
-    return report | {
-        "status": OK if done.returncode == 0 else FAILED,
+    return {
+        "python": str(python),
         "installed": installed[0].split() if installed else [],
         "seconds": round(time.monotonic() - started, 1),
-        "log": (done.stdout + done.stderr)[-4000:],
     }
 
 
@@ -243,12 +214,8 @@ facts = {"python": platform.python_version(), "executable": sys.executable}
 facts["c_compiler"] = shutil.which(os.environ.get("CC") or "gcc") or shutil.which("cc")
 facts["python_headers"] = os.path.isfile(sysconfig.get_paths()["include"] + "/Python.h")
 try:
-    import torch  # the GPUs first, from torch alone: the CUDA tests and the report rest on them
-    count = torch.cuda.device_count()
-    facts |= {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu_count": count,
-              "gpus": [torch.cuda.get_device_name(i) for i in range(count)]}
-    from gpukit_site import recordings
-    facts["provenance"] = recordings.collect_provenance(sys.argv[1])  # driver, CPU, commit
+    from gpukit_site import recordings  # GPUs, torch, CUDA, driver, CPU, commit
+    facts["provenance"] = recordings.collect_provenance(sys.argv[1])
     import gpukit
     facts["machine"] = gpukit.describe_machine()
     try:
@@ -267,26 +234,20 @@ def machine_facts(env: dict[str, str]) -> dict:
     try:
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        return {"error": (done.stdout + done.stderr)[-2000:], "gpu_count": 0}
+        return {"error": (done.stdout + done.stderr)[-2000:]}
 
 
 def choose_data(facts: dict, env: dict[str, str], offline: Path) -> dict:
     """Full Fashion-MNIST where gpukit finds it; else the prepared subset (via GPUKIT_DATA)."""
     subset = offline / "fashion-mnist"
     if env.get(DATA_VAR):
-        folder, source = Path(env[DATA_VAR]), f"{DATA_VAR} (set before the check)"
-    elif facts.get("data"):
-        folder, source = Path(facts["data"]), "found by gpukit"
-    elif subset.is_dir():
+        return {"folder": env[DATA_VAR], "source": f"{DATA_VAR} (set before the check)"}
+    if facts.get("data"):
+        return {"folder": facts["data"], "source": "found by gpukit"}
+    if subset.is_dir():
         env[DATA_VAR] = str(subset)
-        folder, source = subset, "the prepared subset"
-    else:
-        return {"folder": None, "source": "none: the pages that read Fashion-MNIST will fail"}
-    counts = {}
-    for split, (images, _) in FASHION_MNIST_FILES.items():
-        with contextlib.suppress(OSError, EOFError):
-            counts[split] = idx_count(folder / images)
-    return {"folder": str(folder), "source": source, "images": counts}
+        return {"folder": str(subset), "source": "the prepared subset", "images": SUBSET}
+    return {"folder": None, "source": "none: the pages that read Fashion-MNIST will fail"}
 
 
 # -- pytest runs: the CUDA tests, then the pages --------------------------------------------
@@ -484,7 +445,7 @@ def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, o
 def summary(report: dict) -> str:
     """The report's short text form."""
     m, install, data, tests = (report[k] for k in ("machine", "install", "data", "tests"))
-    gpus = f"{m['gpu_count']} x {m['gpus'][0]}" if m.get("gpus") else "no CUDA GPU"
+    gpus = f"{len(m['gpus'])} x {m['gpus'][0]}" if m.get("gpus") else "no CUDA GPU"
     lines = [
         f"GPU check: {gpus}, torch {m.get('torch', '?')} (CUDA {m.get('cuda')}), "
         f"Python {m.get('python')}; profile {report['profile']}; {report['jobs']} page(s) at a "
@@ -497,15 +458,9 @@ def summary(report: dict) -> str:
             f"torch.compile may fail here: C compiler {m.get('c_compiler') or 'missing'}, "
             f"Python headers {'found' if m.get('python_headers') else 'missing'}"
         )
-    if install["status"] == "skipped":
-        lines.append(f"install: nothing ({install['why']})")
-    else:
-        lines.append(
-            f"install: {install['status']}, {len(install['installed'])} package(s) from "
-            f"{install['from']} in {install['seconds']} s"
-        )
-    counts = ", ".join(f"{n:,} {split}" for split, n in data.get("images", {}).items())
-    lines.append(f"data: {data['folder']} ({data['source']}{'; ' + counts if counts else ''})")
+    if install:
+        lines.append(f"installed {len(install['installed'])} package(s) in {install['seconds']} s")
+    lines.append(f"data: {data['folder']} ({data['source']})")
     tally = collections.Counter(r["result"] for r in tests["results"])
     said = ", ".join(f"{n} {what}" for what, n in sorted(tally.items())) or "none collected"
     required = f" with {REQUIRE_GPUS_VAR}=1" if tests.get("required") else ""
@@ -547,14 +502,11 @@ def check(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     env = os.environ | kernel_environment(PROFILE)
     facts = machine_facts(env)
-    gpus = int(facts.get("gpu_count") or 0)
     provenance = facts.pop("provenance", None)  # None: torch could not say (the report does)
+    gpus = len(provenance["gpus"]) if provenance else 0
     report: dict = {"profile": PROFILE, "jobs": args.jobs, "budget_s": args.budget}
     report["machine"] = (provenance or {}) | facts  # the machine as a recording says it, and more
-    report["install"] = json.loads(os.environ.pop("GPU_CHECK_INSTALL", "null")) or {
-        "status": "skipped",
-        "why": "this Python already has the check's packages",
-    }
+    report["install"] = json.loads(os.environ.pop("GPU_CHECK_INSTALL", "null"))
     report["data"] = choose_data(facts, env, args.offline)
     report["skipped"] = []
     if not gpus:
@@ -603,21 +555,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if not lacking:
         return check(args)
     started = time.monotonic()
-    if not (args.offline / "wheels").is_dir():
-        raise SystemExit(
-            f"this Python lacks {', '.join(lacking)} and {args.offline} holds no "
-            "wheels: run `nox -s gpu-check -- prepare` on a machine with a network"
-        )
     print(f"installing {', '.join(lacking)} from {args.offline / 'wheels'} ...", flush=True)
-    installed = install(args.offline, args.venv)
-    if installed["status"] == FAILED:
-        print(installed["log"], file=sys.stderr)
-        raise SystemExit(f"pip could not install from {args.offline}: see above")
-    env = os.environ | {
-        "GPU_CHECK_INSTALL": json.dumps(installed),
-        "GPU_CHECK_ELAPSED": str(time.monotonic() - started),
-    }
-    command = [installed["python"], "-m", MODULE, *argv, "--no-install"]
+    env = os.environ | {"GPU_CHECK_INSTALL": json.dumps(install(args.offline, args.venv))}
+    env["GPU_CHECK_ELAPSED"] = str(time.monotonic() - started)
+    command = [args.venv / "bin" / "python", "-m", MODULE, *argv, "--no-install"]
     return subprocess.run(command, env=env, check=False).returncode
 
 
