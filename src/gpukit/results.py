@@ -81,6 +81,17 @@ class TrainResult:
     schedule: str = "constant"
     compile_seconds: float = 0.0
 
+    @property
+    def images_per_sec(self) -> float:
+        """The training images an epoch went through per second of its training time.
+
+        Example:
+            >>> TrainResult(test_acc=0.85, sec_per_epoch=2.0, devices=["cpu"], epochs=1,
+            ...             n_train=60000, n_test=10000, batch_size=256, lr=0.1).images_per_sec
+            30000.0
+        """
+        return self.n_train / self.sec_per_epoch
+
     def summary(self) -> str:
         """Two lines: accuracy, time and devices; then the amount of data and the settings."""
         note = f" ({self.note})" if self.note else ""
