@@ -66,27 +66,29 @@ KERNEL = "gpu-check"  # the kernelspec the pages run in: this Python, whatever J
 # Seconds kept back from the budget for writing the report after the pages' run is stopped.
 MARGIN = 15
 SHUTDOWN = 15  # seconds for a kernel whose cell timed out to stop (jupyter_client's 5 s and more)
-CODE_CELL = re.compile(r"^`{3,}\{code-cell\}", re.MULTILINE)
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 OK = "ok"
 FAILED = "failed"
 TIMED_OUT = "timed out"
 NOT_RUN = "not run"
-# Added to the build's IPython profile for the check: each error's whole traceback goes to a
-# file in the page's folder (the kernel's working directory); the page's output stays the
-# build's short form (xmode Minimal, so neither the notebook nor nbmake's report holds the
-# frames), and the recording holds what the site would show.
-FULL_TRACEBACK = """
-def _full_traceback(shell, etype, value, tb, tb_offset=None):
-    import traceback
+# Run by each page's kernel after the build's IPython profile: the last error's whole
+# traceback goes to a file in the page's folder (the kernel starts there), while the page's
+# output stays the build's short form (xmode Minimal: neither the notebook nor nbmake's report
+# holds the frames), so the recording holds what the site would show.
+TRACEBACK = "full-traceback.txt"
+FULL_TRACEBACK = f"""
+import os as _os
 
-    with open("full-traceback.txt", "a", encoding="utf-8") as f:
+
+def _full_traceback(shell, etype, value, tb, tb_offset=None, path=_os.path.abspath({TRACEBACK!r})):
+    import contextlib, traceback
+
+    with contextlib.suppress(OSError), open(path, "w", encoding="utf-8") as f:
         f.write("".join(traceback.format_exception(etype, value, tb)))
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
 
 
 get_ipython().set_custom_exc((Exception,), _full_traceback)
-del _full_traceback
+del _full_traceback, _os
 """
 
 
@@ -135,14 +137,13 @@ def write_subset(source: Path, target: Path, counts: dict[str, int] = SUBSET) ->
             (target / name).write_bytes(gzip.compress(subset, mtime=0))
 
 
-def prepare(folder: Path, pythons: Iterable[str]) -> dict:
+def prepare(folder: Path, pythons: list[str]) -> str:
     """Fill ``folder`` (emptied first) with the wheels of the check's packages and their
     dependencies (and pip's own, to install them with) for CPython ``pythons`` on manylinux
-    x86_64, and with the data subset; check its size."""
+    x86_64, and with the data subset; check its size and say what it holds."""
     from gpukit.data import find_fashion_mnist  # the real files, downloaded if need be
 
     shutil.rmtree(folder, ignore_errors=True)
-    pythons = list(pythons)
     platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
     for version in pythons:  # pip resolves for one Python version at a time
         command = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:"]
@@ -150,15 +151,13 @@ def prepare(folder: Path, pythons: Iterable[str]) -> dict:
         command += ["--abi", "cp" + version.replace(".", ""), "--dest", str(folder / "wheels")]
         subprocess.run([*command, "pip", *requirements()], check=True)
     write_subset(find_fashion_mnist(), folder / "fashion-mnist")
-    manifest = {
-        "pythons": pythons,
-        "wheels": sorted(p.name for p in (folder / "wheels").glob("*.whl")),
-        "fashion_mnist": SUBSET,
-        "bytes": size(folder.rglob("*")),
-        "bytes_with_repository": check_size(ROOT, folder),
-    }
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    return manifest
+    wheels = len(list((folder / "wheels").glob("*.whl")))
+    return (
+        f"{folder}: {wheels} wheels for CPython {', '.join(pythons)} and Fashion-MNIST's first "
+        f"{SUBSET['train']:,} / {SUBSET['test']:,} images; {size(folder.rglob('*')) / 2**20:.1f} "
+        f"MiB, {check_size(ROOT, folder) / 2**20:.1f} MiB with the repository (limit "
+        f"{SIZE_LIMIT / 2**20:.0f} MiB)"
+    )
 
 
 # -- Install (offline, on the GPU machine) --------------------------------------------------
@@ -190,15 +189,14 @@ def install(offline: Path, target: Path) -> dict:
     python = target / "bin" / "python"
     # pip runs from its wheel (a zip with __main__): the machine needs no pip of its own.
     command = [python, f"{pips[-1]}/pip", "install", "--no-index", "--find-links", str(wheels)]
-    command += ["--disable-pip-version-check", "--no-warn-script-location", *requirements()]
+    command += ["--disable-pip-version-check", "--quiet", "--report", "-", *requirements()]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         print(done.stdout + done.stderr, file=sys.stderr)
         raise SystemExit(f"pip could not install from {wheels}: see above")
-    installed = re.findall(r"Successfully installed (.*)", done.stdout)
+    installed = [item["metadata"] for item in json.loads(done.stdout)["install"]]
     return {
-        "python": str(python),
-        "installed": installed[0].split() if installed else [],
+        "installed": [f"{package['name']}-{package['version']}" for package in installed],
         "seconds": round(time.monotonic() - started, 1),
     }
 
@@ -228,11 +226,15 @@ print(json.dumps(facts))
 """
 
 
-def machine_facts(env: dict[str, str]) -> dict:
+def machine_facts(env: dict[str, str], timeout: float = 120) -> dict:
     command = [sys.executable, "-c", FACTS, PROFILE]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     try:
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, check=False, timeout=timeout
+        )
         return json.loads(done.stdout.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        return {"error": f"torch and gpukit did not say within {timeout:.0f} s"}
     except (IndexError, json.JSONDecodeError):
         return {"error": (done.stdout + done.stderr)[-2000:]}
 
@@ -267,8 +269,9 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 def run_pytest(arguments: list[str], *, env: dict, timeout: float, out: Path, name: str) -> dict:
     """pytest with ``arguments``, its output in ``logs/<name>.log`` and each result in
-    ``<name>.jsonl`` as it comes (pytest-reportlog), killed with every process it started
-    (the pages' kernels) after ``timeout`` seconds; the results so far, by test."""
+    ``<name>.jsonl`` as it comes (pytest-reportlog), killed with its workers after ``timeout``
+    seconds (a page's kernel, in a session of its own, exits when its worker is gone); the
+    results so far, by test."""
     started = time.monotonic()
     log = out / "logs" / f"{name}.log"
     results = out / f"{name}.jsonl"
@@ -292,11 +295,15 @@ def run_pytest(arguments: list[str], *, env: dict, timeout: float, out: Path, na
 
 
 def read_log(path: Path) -> dict[str, dict]:
-    """Each test's result from a pytest-reportlog file: passed, failed, error or skipped (or
-    not run, from pytest_collection_modifyitems), its seconds and its message."""
+    """Each test's result from a pytest-reportlog file: passed, failed, error, skipped or
+    xfailed (or not run, from pytest_collection_modifyitems), its seconds and its message."""
     results: dict[str, dict] = {}
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    for report in map(json.loads, lines):
+    for line in lines:
+        try:
+            report = json.loads(line)
+        except json.JSONDecodeError:  # the last line, cut short where the budget killed pytest
+            continue
         kind, outcome, longrepr = (report.get(k) for k in ("$report_type", "outcome", "longrepr"))
         if kind == "CollectReport" and outcome == "failed":
             results[report["nodeid"]] = {
@@ -308,7 +315,9 @@ def read_log(path: Path) -> dict[str, dict]:
             continue
         entry = results.setdefault(report["nodeid"], {"result": "passed", "seconds": 0.0})
         entry["seconds"] = round(entry["seconds"] + report["duration"], 2)
-        if outcome == "skipped":  # (file, line, "Skipped: why")
+        if outcome == "skipped" and "wasxfail" in report:  # an expected failure, and why
+            entry |= {"result": "xfailed", "message": report["wasxfail"]}
+        elif outcome == "skipped":  # (file, line, "Skipped: why")
             why = longrepr[2].removeprefix("Skipped: ")
             result, _, said = why.partition(": ") if why.startswith(NOT_RUN) else ("", "", why)
             entry |= {"result": result or "skipped", "message": said}
@@ -317,7 +326,7 @@ def read_log(path: Path) -> dict[str, dict]:
             # An exception's (serialized ExceptionRepr) or nbmake's text (the cell and its
             # traceback); nbmake colours an internal error's traceback for a terminal.
             crash = longrepr.get("reprcrash") if isinstance(longrepr, dict) else None
-            entry["message"] = ANSI.sub("", crash["message"] if crash else str(longrepr))
+            entry["message"] = recordings.ANSI.sub("", crash["message"] if crash else str(longrepr))
     return results
 
 
@@ -343,39 +352,42 @@ def run_tests(tests: Path, *, env: dict[str, str], gpus: int, timeout: float, ou
 
 
 # -- The pages ------------------------------------------------------------------------------
-def front_matter(page: Path) -> dict:
-    # Imported here: PyYAML (jupytext's dependency) is there once the check's packages are.
-    from gpukit_site.ext.front_matter import split_front_matter
+def read_page(page: Path):
+    """A page as the notebook myst-nb executes (jupytext's MyST reader), its front matter in the
+    metadata and the line of each cell's fence in ``metadata.source_map``."""
+    from jupytext.myst import myst_to_notebook  # the check's packages: there by now
 
-    return split_front_matter(page.read_text(encoding="utf-8"))[0]
+    return myst_to_notebook(page.read_text(encoding="utf-8"), add_source_map=True)
 
 
 def executed_pages(docs: Path) -> list[Path]:
     """The pages that are executed notebooks (``file_format: mystnb``), by name."""
     pages = sorted(docs.glob("*.md"))
-    return [p for p in pages if front_matter(p).get("file_format") == "mystnb"]
+    return [p for p in pages if read_page(p).metadata.get("file_format") == "mystnb"]
 
 
-def failing_cell(page: Path, notebook) -> dict:
-    """Where an executed ``notebook`` of ``page`` went wrong, read from its cells (nbclient
-    records when each cell started and replied): a cell that raised without being tagged
+def failing_cell(notebook, traceback: Path) -> dict:
+    """Where an executed page's ``notebook`` went wrong, read from its cells (nbclient records
+    when each cell started and replied): a cell that raised without being tagged
     raises-exception, one tagged so that did not raise (nbmake passes it), or one that never
-    replied; its number, line, source, status and error. nbmake's own report names no cell."""
-    text = page.read_text(encoding="utf-8")
-    lines = [text.count("\n", 0, m.start()) + 1 for m in CODE_CELL.finditer(text)]
-    for n, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
+    replied; its number, line, source, status, error and whole traceback. nbmake's own report
+    names no cell."""
+    code = [(n, c) for n, c in enumerate(notebook.cells) if c.cell_type == "code"]
+    for number, (n, cell) in enumerate(code, start=1):
         timing = cell.metadata.get("execution", {})
         errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
-        if not timing:  # never started: the kernel died (nbmake wrote nothing back)
-            return {}
+        if not timing:  # not run: empty, or after the failure (or a kernel that died)
+            continue
         if "shell.execute_reply" not in timing:
             found = {"status": TIMED_OUT, "error": "no result within the cell's timeout"}
         elif bool(errors) != ("raises-exception" in cell.metadata.get("tags", [])):
             error = errors[0] if errors else "tagged raises-exception, ran without raising"
             found = {"status": FAILED, "error": error}
+            if errors and traceback.is_file():  # the hook's: this error's, the last one raised
+                found["full_traceback"] = traceback.read_text(encoding="utf-8")
         else:
             continue
-        where = {"cell": n + 1, "line": lines[n] if n < len(lines) else None}
+        where = {"cell": number, "line": notebook.metadata["source_map"][n]}
         return where | {"source": cell.source} | found
     return {}
 
@@ -383,28 +395,21 @@ def failing_cell(page: Path, notebook) -> dict:
 def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, out: Path):
     """The pages under nbmake, ``args.jobs`` at a time, each cell within the page timeout
     and the budget; their entries and the recording of what they printed."""
-    import jupytext  # the check's packages: there by now
     import nbformat
+    from ipykernel.kernelspec import write_kernel_spec
 
     folder = workdir / "pages"
     for page in pages:  # a folder of its own: its kernel's working directory, as for myst-nb
         (folder / page.stem).mkdir(parents=True)
-        jupytext.write(
-            jupytext.read(page, fmt="md:myst"), folder / page.stem / f"{page.stem}.ipynb"
-        )
-    # The pages' kernel is this Python, whichever "python3" kernel Jupyter knows elsewhere.
+        nbformat.write(read_page(page), folder / page.stem / f"{page.stem}.ipynb")
+    # The pages' kernel is this Python, whichever "python3" kernel Jupyter knows elsewhere; it
+    # runs the hook that keeps whole tracebacks after the build's IPython profile.
+    hook = workdir / "full_traceback.py"
+    hook.write_text(FULL_TRACEBACK, encoding="utf-8")
     spec = workdir / "jupyter" / "kernels" / KERNEL
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    kernel = {"argv": argv, "display_name": "GPU check", "language": "python"}
-    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
-    # The kernels' IPython profile: the build's, and the hook that keeps whole tracebacks.
-    ipython = workdir / "ipython"
-    shutil.copytree(Path(env["IPYTHONDIR"]), ipython)
-    startup = ipython / "profile_default" / "startup" / "99-gpu-check.py"
-    startup.write_text(FULL_TRACEBACK, encoding="utf-8")
+    write_kernel_spec(spec, extra_arguments=[f"--IPKernelApp.exec_files={hook}"])
     jupyter = os.pathsep.join(filter(None, [str(workdir / "jupyter"), env.get("JUPYTER_PATH")]))
-    env = env | {"IPYTHONDIR": str(ipython), "JUPYTER_PATH": jupyter}
+    env = env | {"JUPYTER_PATH": jupyter}
     # A cell that times out leaves time for its kernel to stop and its result to be written.
     left = args.deadline - time.monotonic() - MARGIN
     cell_timeout = max(1, math.floor(min(args.page_timeout, left - SHUTDOWN)))
@@ -414,7 +419,8 @@ def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, o
     results = {Path(test.split("::")[0]).stem: r for test, r in run["results"].items()}
     entries, cells, dropped = [], {}, []
     for page in pages:
-        wanted = front_matter(page).get("gpus", 0)
+        notebook = nbformat.read(folder / page.stem / f"{page.stem}.ipynb", as_version=4)
+        wanted = notebook.metadata.get("gpus", 0)
         entry = {"page": page.stem, "gpus_wanted": wanted}
         if wanted > gpus:
             on = f"on {gpus} GPU(s)" if gpus else "on the CPU"
@@ -425,14 +431,10 @@ def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, o
                 entry | {"status": NOT_RUN, "seconds": 0, "error": "the budget ran out first"}
             )
             continue
-        notebook = nbformat.read(folder / page.stem / f"{page.stem}.ipynb", as_version=4)
         entry["seconds"] = round(result["seconds"], 1)
-        entry |= failing_cell(page, notebook) or {
+        entry |= failing_cell(notebook, folder / page.stem / TRACEBACK) or {
             "status": OK if result["result"] == "passed" else FAILED
         }
-        traceback = folder / page.stem / "full-traceback.txt"
-        if entry["status"] != OK and traceback.is_file():
-            entry["full_traceback"] = traceback.read_text(encoding="utf-8")
         if entry["status"] == FAILED and "error" not in entry:  # outside any cell: "Kernel died"
             entry["error"] = result.get("message", "").removeprefix("NBMAKE INTERNAL ERROR\n")
         entries.append(entry)
@@ -594,13 +596,7 @@ def main(argv: list[str]) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), os.getenv("PYTHONPATH")]))
     if args.command == "run":
         return run(args, argv)
-    manifest = prepare(args.dir, args.python)
-    print(
-        f"{args.dir}: {len(manifest['wheels'])} wheels for CPython {', '.join(args.python)} "
-        f"and Fashion-MNIST's first {SUBSET['train']:,} / {SUBSET['test']:,} images; "
-        f"{manifest['bytes'] / 2**20:.1f} MiB, {manifest['bytes_with_repository'] / 2**20:.1f} "
-        f"MiB with the repository (limit {SIZE_LIMIT / 2**20:.0f} MiB)"
-    )
+    print(prepare(args.dir, args.python))
     return 0
 
 
