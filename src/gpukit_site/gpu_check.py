@@ -36,6 +36,7 @@ import tomllib
 import venv
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from gpukit_site import recordings
 from gpukit_site.kernel_env import (
@@ -196,6 +197,7 @@ def install(offline: Path, target: Path) -> dict:
         raise SystemExit(f"pip could not install from {wheels}: see above")
     installed = [item["metadata"] for item in json.loads(done.stdout)["install"]]
     return {
+        "python": str(python),
         "installed": [f"{package['name']}-{package['version']}" for package in installed],
         "seconds": round(time.monotonic() - started, 1),
     }
@@ -360,10 +362,11 @@ def read_page(page: Path):
     return myst_to_notebook(page.read_text(encoding="utf-8"), add_source_map=True)
 
 
-def executed_pages(docs: Path) -> list[Path]:
-    """The pages that are executed notebooks (``file_format: mystnb``), by name."""
-    pages = sorted(docs.glob("*.md"))
-    return [p for p in pages if read_page(p).metadata.get("file_format") == "mystnb"]
+def executed_pages(docs: Path) -> dict[str, Any]:
+    """The pages that are executed notebooks (``file_format: mystnb``), by name: each as
+    :func:`read_page` reads it."""
+    pages = {page.stem: read_page(page) for page in sorted(docs.glob("*.md"))}
+    return {name: nb for name, nb in pages.items() if nb.metadata.get("file_format") == "mystnb"}
 
 
 def failing_cell(notebook, traceback: Path) -> dict:
@@ -392,16 +395,16 @@ def failing_cell(notebook, traceback: Path) -> dict:
     return {}
 
 
-def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, out: Path):
+def run_pages(pages: dict[str, Any], *, env: dict, workdir: Path, args, gpus: int, out: Path):
     """The pages under nbmake, ``args.jobs`` at a time, each cell within the page timeout
     and the budget; their entries and the recording of what they printed."""
     import nbformat
     from ipykernel.kernelspec import write_kernel_spec
 
     folder = workdir / "pages"
-    for page in pages:  # a folder of its own: its kernel's working directory, as for myst-nb
-        (folder / page.stem).mkdir(parents=True)
-        nbformat.write(read_page(page), folder / page.stem / f"{page.stem}.ipynb")
+    for page, notebook in pages.items():  # a folder of its own: the kernel's working directory
+        (folder / page).mkdir(parents=True)
+        nbformat.write(notebook, folder / page / f"{page}.ipynb")
     # The pages' kernel is this Python, whichever "python3" kernel Jupyter knows elsewhere; it
     # runs the hook that keeps whole tracebacks after the build's IPython profile.
     hook = workdir / "full_traceback.py"
@@ -418,27 +421,27 @@ def run_pages(pages: list[Path], *, env: dict, workdir: Path, args, gpus: int, o
     run = run_pytest(arguments, env=env, timeout=left, out=out, name="pages")
     results = {Path(test.split("::")[0]).stem: r for test, r in run["results"].items()}
     entries, cells, dropped = [], {}, []
-    for page in pages:
-        notebook = nbformat.read(folder / page.stem / f"{page.stem}.ipynb", as_version=4)
+    for page, notebook in pages.items():
         wanted = notebook.metadata.get("gpus", 0)
-        entry = {"page": page.stem, "gpus_wanted": wanted}
+        entry = {"page": page, "gpus_wanted": wanted}
         if wanted > gpus:
             on = f"on {gpus} GPU(s)" if gpus else "on the CPU"
             entry["note"] = f"wants {wanted} GPU(s): ran its fewer-device path {on}"
-        result = results.get(page.stem)
+        result = results.get(page)
         if result is None:
             entries.append(
                 entry | {"status": NOT_RUN, "seconds": 0, "error": "the budget ran out first"}
             )
             continue
+        notebook = nbformat.read(folder / page / f"{page}.ipynb", as_version=4)  # as it ran
         entry["seconds"] = round(result["seconds"], 1)
-        entry |= failing_cell(notebook, folder / page.stem / TRACEBACK) or {
+        entry |= failing_cell(notebook, folder / page / TRACEBACK) or {
             "status": OK if result["result"] == "passed" else FAILED
         }
         if entry["status"] == FAILED and "error" not in entry:  # outside any cell: "Kernel died"
             entry["error"] = result.get("message", "").removeprefix("NBMAKE INTERNAL ERROR\n")
         entries.append(entry)
-        cells[page.stem], left_out = recordings.from_notebook(notebook, page.stem)
+        cells[page], left_out = recordings.from_notebook(notebook, page)
         dropped += left_out
     return entries, cells, dropped
 
@@ -525,10 +528,10 @@ def check(args: argparse.Namespace) -> int:
         report["tests"] = run_tests(args.tests, env=env, gpus=gpus, timeout=budget, out=out)
     pages = executed_pages(args.docs)
     if args.pages:
-        unknown = set(args.pages) - {p.stem for p in pages}
+        unknown = set(args.pages) - set(pages)
         if unknown:
             raise SystemExit(f"--pages: no executed page named {', '.join(sorted(unknown))}")
-        pages = [p for p in pages if p.stem in args.pages]
+        pages = {name: nb for name, nb in pages.items() if name in args.pages}
     print(f"{len(pages)} page(s), {args.jobs} at a time ...", flush=True)
     # A report before the pages run: a check stopped from outside still leaves one, and the
     # pages' results come in pages.jsonl as each page ends.
@@ -558,9 +561,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         return check(args)
     started = time.monotonic()
     print(f"installing {', '.join(lacking)} from {args.offline / 'wheels'} ...", flush=True)
-    env = os.environ | {"GPU_CHECK_INSTALL": json.dumps(install(args.offline, args.venv))}
+    installed = install(args.offline, args.venv)
+    env = os.environ | {"GPU_CHECK_INSTALL": json.dumps(installed)}
     env["GPU_CHECK_ELAPSED"] = str(time.monotonic() - started)
-    command = [args.venv / "bin" / "python", "-m", MODULE, *argv, "--no-install"]
+    command = [installed["python"], "-m", MODULE, *argv, "--no-install"]
     return subprocess.run(command, env=env, check=False).returncode
 
 
