@@ -348,12 +348,14 @@ def _collectives(prof: Any, gather_group: int = 1) -> tuple[dict[str, list[int]]
     }
     found: dict[str, list[int]] = {}
     nbytes: dict[str, int] = {}
-    for event in prof.events():
-        if event.name in kinds:
-            kind, which, pieces = kinds[event.name]
-            elements = pieces * math.prod(event.input_shapes[which])
+    # The profiler's raw (kineto) events: each input's shape and dtype in every torch release
+    # (the summaries of ``prof.events()`` hold no dtypes in torch 2.11).
+    for event in prof.profiler.kineto_results.events():
+        if event.name() in kinds:
+            kind, which, pieces = kinds[event.name()]
+            elements = pieces * math.prod(event.shapes()[which])
             found.setdefault(kind, []).append(elements)
-            dtype = event.input_dtypes[which] if event.input_dtypes else "float"
+            dtype = event.dtypes()[which] if event.dtypes() else "float"
             nbytes[kind] = nbytes.get(kind, 0) + elements * DTYPE_BYTES.get(dtype, 4)
     return found, nbytes
 
