@@ -104,6 +104,19 @@ def overlap_share(comm: Sequence[Interval], compute: Sequence[Interval]) -> floa
     return hidden / total
 
 
+def _is_kernel(event: Any) -> bool:
+    """Whether a profiler (kineto) event is a GPU kernel: not a copy or a fill, and not one of
+    the GPU-side rows that the profiler gives each record_function label (FSDP's among them),
+    which are no work of the GPU."""
+    if hasattr(event, "activity_type"):  # torch 2.12 and later
+        return event.activity_type() == "kernel"
+    return (
+        event.device_type() == torch.autograd.DeviceType.CUDA
+        and not event.is_user_annotation()
+        and not event.name().startswith(("Memcpy", "Memset"))
+    )
+
+
 def _timeline(prof: Any, device: torch.device) -> dict[str, Any]:
     """The intervals (seconds from the step's start) of a profiled step: ``compute``,
     ``comm`` and ``wait`` (the main thread inside a collective call), and on CUDA the streams
@@ -123,9 +136,7 @@ def _timeline(prof: Any, device: torch.device) -> dict[str, Any]:
         "collectives": [],
     }
     if device.type == "cuda":
-        # Kernels only: not copies, and not the GPU-side rows that the profiler gives each
-        # record_function label (FSDP's among them), which are no work of the GPU.
-        kernels = [e for e in events if e.activity_type() == "kernel"]
+        kernels = [e for e in events if _is_kernel(e)]
         for e in kernels:
             kind = "comm" if e.name().startswith("nccl") else "compute"
             result[kind].append(span(e))

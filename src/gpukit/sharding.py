@@ -349,7 +349,7 @@ def _collectives(prof: Any, gather_group: int = 1) -> tuple[dict[str, list[int]]
     found: dict[str, list[int]] = {}
     nbytes: dict[str, int] = {}
     # The profiler's raw (kineto) events: each input's shape and dtype in every torch release
-    # (the summaries of ``prof.events()`` hold no dtypes in torch 2.11).
+    # (the summaries of ``prof.events()`` hold them from torch 2.12 on).
     for event in prof.profiler.kineto_results.events():
         if event.name() in kinds:
             kind, which, pieces = kinds[event.name()]
