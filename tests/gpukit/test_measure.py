@@ -217,7 +217,7 @@ def test_copy_bandwidth_on_gpu():
         "device->host copy, pinned memory, 1.0 MiB",
     ]
     m = copy_bandwidth(3000, "cuda:0", direction="within_device", repeats=2)
-    assert m.what == "device->device copy (GPU memory), 3,000 bytes" and m.value > 0
+    assert m.what == "device->device copy (GPU memory), 2.9 KiB" and m.value > 0
     assert m.device.startswith("cuda:0 (")
 
 
