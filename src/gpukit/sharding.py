@@ -348,14 +348,15 @@ def _collectives(prof: Any, gather_group: int = 1) -> tuple[dict[str, list[int]]
     }
     found: dict[str, list[int]] = {}
     nbytes: dict[str, int] = {}
-    # The profiler's raw (kineto) events: each input's shape and dtype in every torch release
-    # (the summaries of ``prof.events()`` hold them from torch 2.12 on).
+    # The profiler's raw (kineto) events: each input's shape and dtype, in torch 2.11 as in
+    # later releases (the summaries of ``prof.events()`` hold dtypes from torch 2.12 on).
     for event in prof.profiler.kineto_results.events():
         if event.name() in kinds:
             kind, which, pieces = kinds[event.name()]
             elements = pieces * math.prod(event.shapes()[which])
             found.setdefault(kind, []).append(elements)
-            dtype = event.dtypes()[which] if event.dtypes() else "float"
+            dtypes = event.dtypes()
+            dtype = dtypes[which] if dtypes else "float"
             nbytes[kind] = nbytes.get(kind, 0) + elements * DTYPE_BYTES.get(dtype, 4)
     return found, nbytes
 
